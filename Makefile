@@ -1,0 +1,62 @@
+# FRED -- every target creates .venv on first use.
+#   make run           the main job: set up, emit Verilog, characterize the switch, print estimates
+#   make test          every test that CI runs (about 20 minutes at most on 2 cores)
+#   make regress       the full regression matrix and long soaks (slow)
+#   make bench         benchmarks (timings and ratios, not pass/fail tests)
+#   make verilog       Verilog for the cells, the wafer's fabric chiplets and the switch into build/verilog
+#   make characterize  measure the RTL in simulation and write build/fred-timing.json
+#   make clean         remove build products (keeps .venv); make distclean removes .venv too
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+FRED   := $(VENV)/bin/fred
+STAMP  := $(VENV)/.installed
+JOBS   ?= 2
+BUILD  := build
+
+.PHONY: all run test regress bench verilog characterize venv clean distclean
+
+all: run
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "[setup] installing fred and its pinned dependencies into $(VENV)"
+	@$(PY) -m pip install --quiet --upgrade "pip>=23" "setuptools>=64" wheel
+	@$(PY) -m pip install --quiet -e .
+	@touch $@
+
+venv: $(STAMP)
+
+verilog: $(STAMP)
+	@mkdir -p $(BUILD)/verilog
+	$(FRED) verilog r  --middle 3 --lanes 4 --dtype fp16 -o $(BUILD)/verilog/fred_r.v
+	$(FRED) verilog d  --middle 3 --lanes 4 --dtype fp16 -o $(BUILD)/verilog/fred_d.v
+	$(FRED) verilog rd --lanes 4 --dtype fp16 -o $(BUILD)/verilog/fred_rd.v
+	@if $(FRED) verilog --help | grep -q fabric; then \
+	  $(FRED) verilog fabric --ports 12 --middle 3 --lanes 4 --dtype fp16 -o $(BUILD)/verilog/fred3_p12.v && \
+	  $(FRED) verilog fabric --ports 10 --middle 3 --lanes 4 --dtype fp16 -o $(BUILD)/verilog/fred3_p10.v; fi
+	@if $(FRED) verilog --help | grep -q switch; then \
+	  $(FRED) verilog switch --ports 12 --middle 3 -o $(BUILD)/verilog/fred_switch_p12.v; fi
+
+characterize: $(STAMP)
+	$(FRED) characterize -o $(BUILD)/fred-timing.json
+
+run: $(STAMP)
+	@$(PY) -m fred.run
+
+test: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) -m "not regress" tests
+
+regress: $(STAMP)
+	FRED_REGRESS=1 $(PY) -m pytest -n $(JOBS) tests
+
+bench: $(STAMP)
+	$(PY) -m fred.bench
+
+clean:
+	rm -rf $(BUILD) .pytest_cache
+	find . -name __pycache__ -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)

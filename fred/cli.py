@@ -1,0 +1,84 @@
+"""The ``fred`` command.
+
+Each sub-command lives in its own module, named in :data:`COMMANDS`. A command module provides
+
+* ``HELP`` -- one line for ``fred --help``;
+* ``add_arguments(parser)`` -- declares its options (keep imports here light);
+* ``run(args) -> int | None`` -- does the work (import heavy packages inside).
+
+Errors meant for the user are raised as :class:`fred.FredError` (or ``ValueError`` from parameter
+validation) and printed as one line, ``fred: error: ...``, with exit status 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from . import FredError, __version__
+
+#: command name -> module implementing it
+COMMANDS = {
+    "verilog": "fred.hdl.cli_verilog",
+    "route": "fred.hdl.cli_route",
+    "sim": "fred.sim.cli_sim",
+    "characterize": "fred.sim.cli_characterize",
+    "collective": "fred.model.cli_collective",
+    "estimate": "fred.model.cli_estimate",
+    "sweep": "fred.model.cli_sweep",
+    "compare": "fred.sim.cli_compare",
+}
+
+
+def _load_commands():
+    modules = {}
+    for name, modname in COMMANDS.items():
+        try:
+            modules[name] = importlib.import_module(modname)
+        except ModuleNotFoundError as exc:
+            # A command whose module is not part of this build is simply not offered.
+            if exc.name == modname:
+                continue
+            raise
+    return modules
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2, like every other fred error
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser():
+    parser = _Parser(prog="fred", description="FRED wafer-scale fabric: RTL, simulation and system model.")
+    parser.add_argument("--version", action="version", version=f"fred {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, mod in _load_commands().items():
+        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        rc = args._run(args)
+    except (FredError, ValueError, FileNotFoundError) as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"fred: error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("fred: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return int(rc or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

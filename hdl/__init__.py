@@ -1,0 +1,1 @@
+"""FRED RTL in Amaranth, and the routing compiler that configures it."""

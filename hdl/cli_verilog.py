@@ -1,0 +1,60 @@
+"""``fred verilog TARGET ... -o FILE``: write reproducible Verilog for a FRED block.
+
+Targets are provided by the modules in :data:`TARGETS`. Such a module defines
+
+* ``verilog_arguments(parser, target)`` -- target options (``--middle``, ``--lanes`` ...);
+* ``verilog_build(args, target) -> (component, top_name)`` -- the elaboratable to convert.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+HELP = "write synthesizable Verilog for a microswitch cell, a FRED_m(P) fabric or a switch"
+
+#: target -> (module, help)
+TARGETS = {
+    "r": ("fred.hdl.cells", "R-microswitch: 2 inputs x m outputs, optional reduction"),
+    "d": ("fred.hdl.cells", "D-microswitch: m inputs x 2 outputs, optional broadcast"),
+    "rd": ("fred.hdl.cells", "RD-microswitch: 2x2 with reduction and broadcast"),
+    "fabric": ("fred.hdl.fabric", "FRED_m(P) recursive reduce/distribute fabric"),
+    "switch": ("fred.hdl.switch", "full FRED switch: control unit, virtual channels, credits, fabric"),
+}
+
+
+def _available():
+    out = {}
+    for target, (modname, help_) in TARGETS.items():
+        try:
+            out[target] = (importlib.import_module(modname), help_)
+        except ModuleNotFoundError as exc:
+            if exc.name == modname:
+                continue
+            raise
+    return out
+
+
+def add_arguments(parser):
+    from fred.cli import _Parser
+
+    sub = parser.add_subparsers(dest="target", metavar="TARGET", parser_class=_Parser)
+    sub.required = True
+    for target, (mod, help_) in _available().items():
+        p = sub.add_parser(target, help=help_, description=help_)
+        mod.verilog_arguments(p, target)
+        p.add_argument("-o", "--output", metavar="FILE", default="-",
+                       help="output file (default: standard output)")
+        p.set_defaults(_target_module=mod)
+
+
+def run(args):
+    from .verilog import emit, write
+
+    component, name = args._target_module.verilog_build(args, args.target)
+    if args.output == "-":
+        sys.stdout.write(emit(component, name))
+    else:
+        path = write(component, name, args.output)
+        print(f"wrote {path} (top module {name})", file=sys.stderr)
+    return 0

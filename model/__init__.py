@@ -1,0 +1,1 @@
+"""System-level wafer model: topologies, flow-level network simulation, collectives, training."""

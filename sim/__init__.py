@@ -1,0 +1,1 @@
+"""Golden models (plain Python + numpy) and cocotb + Verilator testbenches."""
