@@ -98,15 +98,17 @@ def run_bench(*, verilog: str, toplevel: str, test_module: str, tag: str,
     bdir = build_root() / f"{tag}-{digest}{'-waves' if waves else ''}"
     bdir.mkdir(parents=True, exist_ok=True)
     src = bdir / f"{toplevel}.v"
-    if not src.exists() or src.read_text() != verilog:
-        src.write_text(verilog)
     runner = get_runner("verilator")
     log = bdir / "build.log"
     with open(bdir / ".lock", "w") as lock:  # parallel pytest workers may share a build
         fcntl.flock(lock, fcntl.LOCK_EX)
+        if not src.exists() or src.read_text() != verilog:
+            src.write_text(verilog)
         _build(runner, src, toplevel, bdir, waves, log)
-    test_dir = bdir / f"run-{seed}"
-
+    # one test folder per (seed, config, testcase, process): parallel workers never share one
+    run_key = hashlib.sha256(json.dumps([config, testcase], sort_keys=True, default=str)
+                             .encode()).hexdigest()[:8]
+    test_dir = bdir / f"run-{seed}-{run_key}-{os.getpid()}"
     test_dir.mkdir(exist_ok=True)
     env = {"FRED_BENCH_CONFIG": json.dumps(config or {}), "FRED_SEED": str(seed)}
     if timeout_s is not None:
