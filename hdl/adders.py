@@ -1,11 +1,47 @@
-"""Element adders: fp16, bf16, fp32 (IEEE-754) and int32 (wrapping), fully pipelined.
+"""Element adders: fp16, bf16, fp32 (IEEE-754 binary add) and int32 (wrapping), fully pipelined.
 
-(Interim version: int32 only; the floating-point core follows.)
+:class:`ElementAdder` adds one element per cycle, :class:`VectorAdder` ``lanes`` elements per
+beat. Both have the ports ``a``, ``b`` (operands), ``en`` (advance) and ``y`` (sum) and an
+attribute ``latency``: every cycle with ``en`` high the pipeline advances by one stage and
+takes a new operand pair; with ``en`` low every stage holds. ``y`` shows ``a + b`` of the pair
+presented ``latency`` advancing cycles earlier (``y`` is a register output; after reset the
+pipeline holds ``0 + 0`` bubbles, so ``y`` reads 0 until the first pair comes out).
+
+Pipeline depth (``latency``, cycles)
+------------------------------------
+========  =======  =============================================================
+dtype     latency  stages
+========  =======  =============================================================
+int32     1        wrapping add -> ``y``
+fp16      3        unpack, compare, swap, align (sticky) | add/sub, LZC,
+bf16      3        normalize (subnormal-limited shift) | round to nearest even,
+fp32      3        pack, overflow -> inf, special values -> ``y``
+========  =======  =============================================================
+
+Floating-point semantics (one parametric core over ``exp_bits``/``man_bits``)
+---------------------------------------------------------------------------
+* IEEE-754 binary addition, round to nearest, ties to even; subnormal inputs and outputs are
+  exact (no flush to zero).
+* An exact zero sum is ``+0`` unless both operands are ``-0`` (so ``+0 + -0 = +0`` and
+  ``x + -x = +0``).
+* ``±inf + finite = ±inf``, ``inf + inf = inf`` (same sign), ``+inf + -inf = NaN``.
+* Any NaN operand (quiet or signalling, any payload) gives the canonical quiet NaN:
+  sign 0, exponent all ones, quiet bit set, payload 0 (fp16 ``0x7E00``, bf16 ``0x7FC0``,
+  fp32 ``0x7FC00000``); see :mod:`fred.hdl.dtypes`.
+* A sum whose rounded magnitude exceeds the largest finite value gives ``±inf``.
+
+The datapath keeps the significands with three extra bits (guard, round, sticky). The
+smaller operand is aligned by a right shift whose shifted-out bits are OR-ed into the lowest
+bit; that is exact for rounding both for addition and for subtraction (at most one
+normalizing left shift follows a lossy alignment). The normalizing left shift is limited so
+that the exponent never drops below the subnormal exponent, and the packed result
+``((e - 1) << man_bits) + significand`` lets a rounding carry move into the exponent (and a
+subnormal round up into the smallest normal) for free.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -21,17 +57,39 @@ def adder_latency(dtype) -> int:
     return _LATENCY[get_dtype(dtype).name]
 
 
+def _rejected(component, msg) -> ValueError:
+    """``ValueError(msg)`` for a constructor to raise, with Amaranth's UnusedElaboratable
+    warning for the half-built component silenced (bad input gives one line, nothing else)."""
+    component._MustUse__silence = True
+    return ValueError(msg)
+
+
+def _clz(m, v, name):
+    """Number of leading zeros of ``v`` (``len(v)`` when ``v == 0``), as a comb signal."""
+    n = len(v)
+    lz = Signal(range(n + 1), name=name)
+    expr = Const(n, len(lz))
+    for i in range(n):  # LSB first: the MSB's mux ends up outermost, i.e. highest priority
+        expr = Mux(v[i], n - 1 - i, expr)
+    m.d.comb += lz.eq(expr)
+    return lz
+
+
 class ElementAdder(wiring.Component):
-    """``y = a + b`` for one element of type ``dtype``; ``latency`` advancing cycles.
+    """``y = a + b`` for one element of type ``dtype`` (see the module docstring).
 
     Ports: ``a``, ``b``: ``In(width)``; ``en``: ``In(1)``; ``y``: ``Out(width)``.
-    Every cycle with ``en`` high the pipeline advances one stage (and accepts a new operand
-    pair); with ``en`` low it holds. ``y`` shows ``a + b`` of the pair presented ``latency``
-    advancing cycles earlier.
+    Attributes: ``dtype`` (:class:`~fred.hdl.dtypes.ElemType`), ``latency`` (cycles: 1 for
+    int32, 3 for fp16/bf16/fp32). Every cycle with ``en`` high the pipeline advances one stage
+    and accepts a new operand pair; with ``en`` low it holds. ``y`` shows ``a + b`` of the pair
+    presented ``latency`` advancing cycles earlier.
     """
 
     def __init__(self, dtype):
-        self.dtype = get_dtype(dtype)
+        try:
+            self.dtype = get_dtype(dtype)
+        except ValueError as exc:
+            raise _rejected(self, str(exc)) from None
         self.latency = adder_latency(self.dtype)
         w = self.dtype.width
         super().__init__({"a": In(w), "b": In(w), "en": In(1), "y": Out(w)})
@@ -42,23 +100,139 @@ class ElementAdder(wiring.Component):
             with m.If(self.en):
                 m.d.sync += self.y.eq(self.a + self.b)
         else:
-            raise NotImplementedError("floating-point adder core not yet in this version")
+            self._float(m)
         return m
+
+    def _float(self, m):
+        t: ElemType = self.dtype
+        E, M, W = t.exp_bits, t.man_bits, t.width
+        N = M + 4                    # significand (hidden + M) plus guard, round, sticky
+        emax = t.exp_max
+        a, b = self.a, self.b
+
+        # ---- stage 1: unpack, specials, compare/swap, align ------------------------------
+        def unpack(x, tag):
+            e = x[M:M + E]
+            f = x[:M]
+            return dict(
+                s=x[W - 1], e=e, f=f, mag=x[:W - 1],
+                nan=(e == emax) & f.any(), inf=(e == emax) & ~f.any(),
+                # effective exponent (subnormals live at exponent 1) and significand
+                ee=Mux(e == 0, 1, e), sig=Cat(f, e.any()))
+
+        ua, ub = unpack(a, "a"), unpack(b, "b")
+        swap = Signal(name="s1_swap")
+        m.d.comb += swap.eq(ub["mag"] > ua["mag"])
+        ex = Signal(E, name="s1_ex")
+        ey = Signal(E, name="s1_ey")
+        sx_sig = Signal(M + 1, name="s1_sx")
+        sy_sig = Signal(M + 1, name="s1_sy")
+        m.d.comb += [
+            ex.eq(Mux(swap, ub["ee"], ua["ee"])), ey.eq(Mux(swap, ua["ee"], ub["ee"])),
+            sx_sig.eq(Mux(swap, ub["sig"], ua["sig"])), sy_sig.eq(Mux(swap, ua["sig"], ub["sig"])),
+        ]
+        d = Signal(E, name="s1_d")
+        m.d.comb += d.eq(ex - ey)
+        dc = Signal(range(N + 1), name="s1_dc")          # shifts >= N lose everything
+        m.d.comb += dc.eq(Mux(d >= N, N, d[:len(dc)]))
+        wide = Signal(2 * N, name="s1_wide")             # [N:] aligned y, [:N] shifted out
+        m.d.comb += wide.eq(Cat(Const(0, N + 3), sy_sig) >> dc)
+        y_al = Signal(N, name="s1_yal")
+        m.d.comb += y_al.eq(Cat(wide[N] | wide[:N].any(), wide[N + 1:]))
+
+        r1_x = Signal(N, name="r1_x")
+        r1_y = Signal(N, name="r1_y")
+        r1_e = Signal(E, name="r1_e", init=1)           # reset state: a bubble adding 0 + 0
+        r1_sub = Signal(name="r1_sub")
+        r1_sign = Signal(name="r1_sign")                 # sign of the larger magnitude
+        r1_zsign = Signal(name="r1_zsign")               # sign of an exact-zero sum
+        r1_nan = Signal(name="r1_nan")
+        r1_inf = Signal(name="r1_inf")
+        with m.If(self.en):
+            m.d.sync += [
+                r1_x.eq(Cat(Const(0, 3), sx_sig)),
+                r1_y.eq(y_al),
+                r1_e.eq(ex),
+                r1_sub.eq(ua["s"] ^ ub["s"]),
+                r1_sign.eq(Mux(swap, ub["s"], ua["s"])),
+                r1_zsign.eq(ua["s"] & ub["s"]),
+                r1_nan.eq(ua["nan"] | ub["nan"]
+                          | (ua["inf"] & ub["inf"] & (ua["s"] ^ ub["s"]))),
+                r1_inf.eq(ua["inf"] | ub["inf"]),
+            ]
+
+        # ---- stage 2: add/subtract, leading-zero count, normalize ------------------------
+        total = Signal(N + 1, name="s2_sum")
+        m.d.comb += total.eq(Mux(r1_sub, r1_x - r1_y, r1_x + r1_y))
+        carry = total[N]
+        low = total[:N]
+        lz = _clz(m, low, "s2_lz")
+        em1 = Signal(E, name="s2_em1")                   # largest shift keeping e >= 1
+        m.d.comb += em1.eq(r1_e - 1)
+        sh = Signal(range(N + 1), name="s2_sh")
+        m.d.comb += sh.eq(Mux(lz < em1, lz, em1))
+        shifted = Signal(N, name="s2_shifted")
+        m.d.comb += shifted.eq(low << sh)
+        n_sig = Signal(N, name="s2_norm")
+        n_e = Signal(E + 1, name="s2_e")                 # 1 .. emax
+        with m.If(carry):
+            m.d.comb += [n_sig.eq(Cat(total[1] | total[0], total[2:])), n_e.eq(r1_e + 1)]
+        with m.Else():
+            m.d.comb += [n_sig.eq(shifted), n_e.eq(r1_e - sh)]
+
+        r2_sig = Signal(N, name="r2_sig")
+        r2_e = Signal(E + 1, name="r2_e", init=1)
+        r2_zero = Signal(name="r2_zero", init=1)         # reset state: +0 result
+        r2_sign = Signal(name="r2_sign")
+        r2_zsign = Signal(name="r2_zsign")
+        r2_nan = Signal(name="r2_nan")
+        r2_inf = Signal(name="r2_inf")
+        with m.If(self.en):
+            m.d.sync += [
+                r2_sig.eq(n_sig), r2_e.eq(n_e), r2_zero.eq(~total.any()),
+                r2_sign.eq(r1_sign), r2_zsign.eq(r1_zsign), r2_nan.eq(r1_nan),
+                r2_inf.eq(r1_inf),
+            ]
+
+        # ---- stage 3: round to nearest even, pack, overflow, specials --------------------
+        keep = r2_sig[3:]                                # hidden bit + M fraction bits
+        up = r2_sig[2] & (r2_sig[1] | r2_sig[0] | keep[0])
+        packed = Signal(E + M + 1, name="s3_packed")
+        m.d.comb += packed.eq(((r2_e - 1) << M) + keep + up)
+        ovf = Signal(name="s3_ovf")
+        m.d.comb += ovf.eq(packed >= (emax << M))
+        inf_bits = Const(emax << M, W - 1)
+        res = Signal(W, name="s3_res")
+        with m.If(r2_nan):
+            m.d.comb += res.eq(t.canonical_nan)
+        with m.Elif(r2_inf):
+            m.d.comb += res.eq(Cat(inf_bits, r2_sign))
+        with m.Elif(r2_zero):
+            m.d.comb += res.eq(Cat(Const(0, W - 1), r2_zsign))
+        with m.Elif(ovf):
+            m.d.comb += res.eq(Cat(inf_bits, r2_sign))
+        with m.Else():
+            m.d.comb += res.eq(Cat(packed[:W - 1], r2_sign))
+        with m.If(self.en):
+            m.d.sync += self.y.eq(res)
 
 
 class VectorAdder(wiring.Component):
     """``lanes`` :class:`ElementAdder` side by side: ``y[i] = a[i] + b[i]`` per beat.
 
     Ports: ``a``, ``b``: ``In(ArrayLayout(width, lanes))``; ``en``: ``In(1)``;
-    ``y``: ``Out(ArrayLayout(width, lanes))``. ``latency`` as the element adder's.
+    ``y``: ``Out(ArrayLayout(width, lanes))``. ``latency`` is the element adder's.
     """
 
     def __init__(self, dtype, lanes):
-        self.dtype = get_dtype(dtype)
+        try:
+            self.dtype = get_dtype(dtype)
+        except ValueError as exc:
+            raise _rejected(self, str(exc)) from None
         if not isinstance(lanes, int) or isinstance(lanes, bool):
-            raise ValueError(f"lanes must be an integer, got {lanes!r}")
+            raise _rejected(self, f"lanes must be an integer, got {lanes!r}")
         if lanes < 1:
-            raise ValueError(f"lanes must be >= 1, got {lanes}")
+            raise _rejected(self, f"lanes must be >= 1, got {lanes}")
         self.lanes = lanes
         self.latency = adder_latency(self.dtype)
         lay = data.ArrayLayout(self.dtype.width, lanes)

@@ -1,0 +1,506 @@
+"""FRED_m(P) fabric RTL: the recursive reduce/distribute Clos, built from the microswitch cells.
+
+Structure (exactly hdl/modes.py / hdl/structure.py)
+---------------------------------------------------
+``Fabric(ports=P, middle=m, lanes, dtype)`` is a :class:`wiring.Component` built recursively:
+
+* P == 2: one :class:`~fred.hdl.cells.RDCell` (submodule ``rd``);
+* P == 2r or 2r+1 (P >= 3): r :class:`~fred.hdl.cells.RCell` s ``in0..in{r-1}``, r
+  :class:`~fred.hdl.cells.DCell` s ``out0..out{r-1}`` and m middle copies ``mid0..mid{m-1}``,
+  each a ``Fabric`` with ceil(P/2) ports. Input port 2j+i is input i of R cell j, output k of R
+  cell j drives port j of middle copy k; port j of middle copy k drives input k of D cell j,
+  whose output i is fabric output 2j+i;
+* odd P: the last input (2r) enters :class:`DemuxCell` ``demux`` (1 -> m), whose output k drives
+  port r of middle copy k; port r of middle copy k is input k of :class:`MuxCell` ``mux``
+  (m -> 1), which drives the last output.
+
+Ports: ``i: In(S).array(P)``, ``o: Out(S).array(P)``, ``config: In(config_width)`` with
+``S = stream.Signature(data.ArrayLayout(width, lanes))`` (lane 0 in the low bits).
+
+Latency
+-------
+The demux has the latency of an R cell and the mux that of a D cell, so every input -> output
+path crosses one cell per pipeline column: ``depth(P)`` R/demux columns, one RD column and
+``depth(P)`` D/mux columns, i.e. ``stages(P) = 2 depth(P) + 1`` cells, and
+
+    latency = depth(P) * (R latency + D latency) + RD latency   (= stages(P) x cell latency
+                                                                   when the cells agree)
+
+cycles from a beat's acceptance on an input to its presentation on an output (no back-pressure).
+Every path is fully pipelined (one beat per cycle per port in every mode).
+
+Configuration vector
+--------------------
+``config`` is the concatenation of every cell's own configuration word (each cell's
+``encode()`` bits), in *depth-first* order of the recursion: for an instance at ``path``
+
+    in0 .. in{r-1}, demux (odd P), out0 .. out{r-1}, mux (odd P), then middle copy 0 (recursively),
+    ..., middle copy m-1;   or the single rd cell when P == 2,
+
+the first cell in the least significant bits. So every instance's configuration is one
+contiguous slice of the vector. :func:`config_layout` lists ``(CellAddr, offset, width)``;
+:func:`config_bits` builds the vector from a :class:`fred.hdl.routing.RoutingResult` (cells it
+does not mention get their idle mode). Widths: R ``RCell.config_layout(m)``, D
+``DCell.config_layout(m)``, RD 3 bits (the :class:`~fred.hdl.modes.RDMode` value), demux and mux
+``m.bit_length()`` bits (0 = idle, k + 1 = middle copy k; see :class:`DemuxCell`).
+The configuration may only change while the fabric is drained (no beat inside).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from amaranth.hdl import Module, Shape, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .dtypes import get_dtype
+from .modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode
+from .structure import check_params, child_ports, depth, stages, total_cells
+
+__all__ = ["Fabric", "DemuxCell", "MuxCell", "config_layout", "config_width", "config_bits",
+           "fabric_latency", "stream_signature", "check_fabric_params", "MAX_RTL_PORTS",
+           "MAX_RTL_WORK", "verilog_arguments", "verilog_build", "RD_CONFIG_WIDTH"]
+
+#: largest fabric generated as RTL (ports)
+MAX_RTL_PORTS = 64
+#: largest generated fabric in "lane-element slices" (cells x lanes x element width / 16);
+#: FRED_3(64) with 4 fp16 lanes is ~4.3k, and elaboration + Verilog conversion grows linearly
+#: at roughly 4 ms per slice -- above this budget generation takes many minutes.
+MAX_RTL_WORK = 20_000
+#: width of the RD cell's configuration (an RDMode value)
+RD_CONFIG_WIDTH = 3
+
+
+def stream_signature(lanes: int, dtype) -> stream.Signature:
+    """``stream.Signature(data.ArrayLayout(width, lanes))``: one beat of ``lanes`` elements."""
+    return stream.Signature(data.ArrayLayout(get_dtype(dtype).width, lanes))
+
+
+def _check_lanes(lanes):
+    if not isinstance(lanes, int) or isinstance(lanes, bool):
+        raise ValueError(f"lanes {lanes!r} is not an integer")
+    if lanes < 1:
+        raise ValueError(f"lanes {lanes} is too small: a beat needs at least 1 lane")
+    if lanes > 1024:
+        raise ValueError(f"lanes {lanes} is too large: at most 1024 lanes per beat")
+
+
+def check_fabric_params(ports, middle, lanes=1, dtype="fp16") -> None:
+    """Validate RTL parameters; one-line ``ValueError`` naming the bad value."""
+    check_params(ports, middle, build=False)
+    _check_lanes(lanes)
+    t = get_dtype(dtype)
+    if ports > MAX_RTL_PORTS:
+        raise ValueError(f"ports {ports} is too large for RTL generation: at most {MAX_RTL_PORTS} "
+                         f"(FRED_{middle}({ports}) would take too long to generate)")
+    n = total_cells(ports, middle)
+    work = n * lanes * t.width // 16
+    if work > MAX_RTL_WORK:
+        raise ValueError(f"FRED_{middle}({ports}) with {lanes} {t.name} lanes is too large to generate "
+                         f"in reasonable time ({n} cells x {lanes} lanes = {work:,} lane slices, "
+                         f"limit {MAX_RTL_WORK:,}); use fewer ports, middle copies or lanes")
+
+
+# ---------------------------------------------------------------------------------------------
+# demux / mux (odd P)
+# ---------------------------------------------------------------------------------------------
+def _sel_width(m: int) -> int:
+    return int(m).bit_length()  # values 0 (idle) .. m
+
+
+class _Pipe:
+    """``latency`` registers (valid + payload) that advance together, then a one-beat output skid
+    register -- the same scheme as a cell's datapath (hdl/cells.py): the pipeline advances while
+    the skid is empty; a beat leaving it is taken if the output is ready, else parked in the skid.
+    No combinational path from the output's ``ready`` to the input's ``ready``."""
+
+    def __init__(self, payload_shape, latency, name):
+        if latency < 1:
+            raise ValueError(f"latency {latency} must be >= 1")
+        self.latency = latency
+        self.name = name
+        self.shape = payload_shape
+
+    def build(self, mod, in_valid, in_payload, o):
+        """Drive stream ``o`` (valid, payload; reads ready); return the pipeline enable."""
+        L, n = self.latency, self.name
+        valid = [Signal(name=f"{n}_v{k}") for k in range(L)]
+        dat = [Signal(self.shape, name=f"{n}_d{k}") for k in range(L)]
+        skid_v = Signal(name=f"{n}_skid_v")
+        skid_d = Signal(self.shape, name=f"{n}_skid_d")
+        en = Signal(name=f"{n}_en")
+        offer = Signal(name=f"{n}_offer")
+        mod.d.comb += [en.eq(~skid_v), offer.eq(valid[-1] & en)]
+        with mod.If(en):
+            mod.d.sync += [valid[0].eq(in_valid), dat[0].eq(in_payload)]
+            for k in range(1, L):
+                mod.d.sync += [valid[k].eq(valid[k - 1]), dat[k].eq(dat[k - 1])]
+        mod.d.comb += o.valid.eq(skid_v | offer)
+        with mod.If(skid_v):
+            mod.d.comb += o.payload.eq(skid_d)
+            with mod.If(o.ready):
+                mod.d.sync += skid_v.eq(0)
+        with mod.Else():
+            mod.d.comb += o.payload.eq(dat[-1])
+            with mod.If(offer & ~o.ready):
+                mod.d.sync += [skid_v.eq(1), skid_d.eq(dat[-1])]
+        return en
+
+
+class DemuxCell(wiring.Component):
+    """1 -> m demultiplexer for the last input port of an odd FRED_m(P).
+
+    Ports: ``i: In(S)``, ``o: Out(S).array(m)``, ``config: In(m.bit_length())`` (0 = idle: input
+    not ready, no output valid; k + 1 = forward to output k). ``latency`` register stages (the
+    R cell's latency, so the demux is one pipeline column like an R cell) and a one-beat output
+    skid, exactly like a cell's datapath; one beat per cycle.
+    """
+
+    def __init__(self, m: int, lanes: int, dtype, latency: int):
+        if not isinstance(m, int) or m < 1:
+            raise ValueError(f"middle {m!r} must be a positive integer")
+        _check_lanes(lanes)
+        if not isinstance(latency, int) or isinstance(latency, bool) or latency < 1:
+            raise ValueError(f"latency {latency!r} must be a positive integer")
+        self.m, self.lanes, self.dtype, self.latency = m, lanes, get_dtype(dtype), latency
+        S = stream_signature(lanes, dtype)
+        super().__init__({"i": In(S), "o": Out(S).array(m), "config": In(_sel_width(m))})
+
+    @staticmethod
+    def config_width(m: int) -> int:
+        return _sel_width(m)
+
+    @staticmethod
+    def encode(mode: DemuxMode, m: int) -> int:
+        mode = DemuxMode() if mode is None else mode
+        mode.validate(m)
+        return 0 if mode.sel is None else mode.sel + 1
+
+    def elaborate(self, platform):
+        mod = Module()
+        cfg = self.config
+        active = Signal()
+        mod.d.comb += active.eq(cfg != 0)
+        # one internal stream; its handshake is steered to the selected output
+        inner = stream_signature(self.lanes, self.dtype).flip().create(path=("inner",))
+        en = _Pipe(self.i.payload.shape(), self.latency, "p").build(
+            mod, self.i.valid & active, self.i.payload, inner)
+        mod.d.comb += self.i.ready.eq(en & active)
+        for k in range(self.m):
+            sel = Signal(name=f"sel{k}")
+            mod.d.comb += [sel.eq(cfg == k + 1), self.o[k].payload.eq(inner.payload),
+                           self.o[k].valid.eq(inner.valid & sel)]
+            with mod.If(sel):
+                mod.d.comb += inner.ready.eq(self.o[k].ready)
+        return mod
+
+
+class MuxCell(wiring.Component):
+    """m -> 1 multiplexer for the last output port of an odd FRED_m(P).
+
+    Ports: ``i: In(S).array(m)``, ``o: Out(S)``, ``config: In(m.bit_length())`` (0 = idle: no input
+    ready, output not valid; k + 1 = take input k). ``latency`` register stages (the D cell's
+    latency) and a one-beat output skid; one beat per cycle.
+    """
+
+    def __init__(self, m: int, lanes: int, dtype, latency: int):
+        if not isinstance(m, int) or m < 1:
+            raise ValueError(f"middle {m!r} must be a positive integer")
+        _check_lanes(lanes)
+        if not isinstance(latency, int) or isinstance(latency, bool) or latency < 1:
+            raise ValueError(f"latency {latency!r} must be a positive integer")
+        self.m, self.lanes, self.dtype, self.latency = m, lanes, get_dtype(dtype), latency
+        S = stream_signature(lanes, dtype)
+        super().__init__({"i": In(S).array(m), "o": Out(S), "config": In(_sel_width(m))})
+
+    @staticmethod
+    def config_width(m: int) -> int:
+        return _sel_width(m)
+
+    @staticmethod
+    def encode(mode: MuxMode, m: int) -> int:
+        mode = MuxMode() if mode is None else mode
+        mode.validate(m)
+        return 0 if mode.src is None else mode.src + 1
+
+    def elaborate(self, platform):
+        mod = Module()
+        cfg = self.config
+        shape = self.o.payload.shape()
+        in_valid = Signal()
+        in_payload = Signal(shape)
+        sel = [Signal(name=f"sel{k}") for k in range(self.m)]
+        for k in range(self.m):
+            mod.d.comb += sel[k].eq(cfg == k + 1)
+            with mod.If(sel[k]):
+                mod.d.comb += [in_valid.eq(self.i[k].valid), in_payload.eq(self.i[k].payload)]
+        en = _Pipe(shape, self.latency, "p").build(mod, in_valid, in_payload, self.o)
+        for k in range(self.m):
+            mod.d.comb += self.i[k].ready.eq(en & sel[k])
+        return mod
+
+
+# ---------------------------------------------------------------------------------------------
+# configuration layout (pure Python; needs only the cells' class-level layouts)
+# ---------------------------------------------------------------------------------------------
+def _cells():
+    from . import cells  # imported lazily: the fabric module must import even without it
+    return cells
+
+
+@lru_cache(maxsize=None)
+def _widths(m: int) -> dict:
+    c = _cells()
+    return {"in": Shape.cast(c.RCell.config_layout(m)).width,
+            "out": Shape.cast(c.DCell.config_layout(m)).width,
+            "rd": RD_CONFIG_WIDTH,
+            "demux": _sel_width(m), "mux": _sel_width(m)}
+
+
+def _instance_order(path, P, m):
+    """Cells of the instance at ``path`` and its middle copies, depth-first (the config order)."""
+    if P == 2:
+        yield CellAddr(path, "rd", 0)
+        return
+    r, odd = P // 2, P % 2
+    for j in range(r):
+        yield CellAddr(path, "in", j)
+    if odd:
+        yield CellAddr(path, "demux", 0)
+    for j in range(r):
+        yield CellAddr(path, "out", j)
+    if odd:
+        yield CellAddr(path, "mux", 0)
+    for k in range(m):
+        yield from _instance_order(path + (k,), child_ports(P), m)
+
+
+@lru_cache(maxsize=64)
+def _layout(ports: int, middle: int) -> tuple:
+    w = _widths(middle)
+    out, off = [], 0
+    for c in _instance_order((), ports, middle):
+        out.append((c, off, w[c.stage]))
+        off += w[c.stage]
+    return tuple(out)
+
+
+def config_layout(ports: int, middle: int) -> list:
+    """``[(CellAddr, offset, width), ...]`` of the flat config vector, depth-first order."""
+    check_params(ports, middle, build=False)
+    return list(_layout(ports, middle))
+
+
+def config_width(ports: int, middle: int) -> int:
+    lay = config_layout(ports, middle)
+    c, off, w = lay[-1]
+    return off + w
+
+
+def _encode(cell: CellAddr, mode, m: int) -> int:
+    c = _cells()
+    st = cell.stage
+    if st == "in":
+        mode = RMode() if mode is None else mode
+        if not isinstance(mode, RMode):
+            raise ValueError(f"cell {cell}: mode {mode!r} is not an RMode")
+        return c.RCell.encode(mode, m)
+    if st == "out":
+        mode = DMode() if mode is None else mode
+        if not isinstance(mode, DMode):
+            raise ValueError(f"cell {cell}: mode {mode!r} is not a DMode")
+        return c.DCell.encode(mode, m)
+    if st == "rd":
+        mode = RDMode.PASS if mode is None else RDMode.parse(mode)
+        return mode.value
+    if st == "demux":
+        if mode is not None and not isinstance(mode, DemuxMode):
+            raise ValueError(f"cell {cell}: mode {mode!r} is not a DemuxMode")
+        return DemuxCell.encode(mode, m)
+    if mode is not None and not isinstance(mode, MuxMode):
+        raise ValueError(f"cell {cell}: mode {mode!r} is not a MuxMode")
+    return MuxCell.encode(mode, m)
+
+
+def config_bits(ports: int, middle: int, routing_result=None, cell_modes=None) -> int:
+    """The flat config vector (an int) for ``routing_result`` (a RoutingResult, or pass a
+    ``cell_modes`` dict). Cells without a mode get their idle mode; ``None`` gives all idle."""
+    if routing_result is not None:
+        if (routing_result.P, routing_result.m) != (ports, middle):
+            raise ValueError(f"routing is for FRED_{routing_result.m}({routing_result.P}), "
+                             f"not FRED_{middle}({ports})")
+        cell_modes = routing_result.cell_modes
+    cell_modes = cell_modes or {}
+    lay = config_layout(ports, middle)
+    known = {c for c, _, _ in lay}
+    stray = [c for c in cell_modes if c not in known]
+    if stray:
+        raise ValueError(f"cell {stray[0]} is not a cell of FRED_{middle}({ports})")
+    word = 0
+    for c, off, w in lay:
+        v = _encode(c, cell_modes.get(c), middle)
+        if not 0 <= v < (1 << w):
+            raise ValueError(f"cell {c}: encoded config {v} does not fit {w} bits")
+        word |= v << off
+    return word
+
+
+def decode_config(ports: int, middle: int, word: int) -> dict:
+    """CellAddr -> raw config field value of the flat vector ``word`` (for debugging)."""
+    return {c: (word >> off) & ((1 << w) - 1) for c, off, w in config_layout(ports, middle)}
+
+
+def cell_latencies(middle: int, lanes: int, dtype) -> dict:
+    """``{"R": .., "D": .., "RD": ..}`` latency in cycles of the cells for these parameters."""
+    return dict(_cell_latencies(middle, lanes, get_dtype(dtype).name))
+
+
+@lru_cache(maxsize=None)
+def _cell_latencies(middle, lanes, dtype):
+    c = _cells()
+    return (("R", c.RCell(middle, lanes, dtype).latency), ("D", c.DCell(middle, lanes, dtype).latency),
+            ("RD", c.RDCell(lanes, dtype).latency))
+
+
+def fabric_latency(ports: int, middle: int, lanes: int = 1, dtype="fp16") -> int:
+    """Cycles through FRED_m(P): depth(P) x (R + D latency) + RD latency."""
+    check_params(ports, middle, build=False)
+    lat = cell_latencies(middle, lanes, dtype)
+    return depth(ports) * (lat["R"] + lat["D"]) + lat["RD"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the fabric
+# ---------------------------------------------------------------------------------------------
+class Fabric(wiring.Component):
+    """FRED_m(P) (see the module docstring). Attributes: ``ports``, ``middle``, ``lanes``,
+    ``dtype``, ``config_width``, ``latency`` (cycles), ``stages`` (cells per path).
+
+    ``fault`` (tests only) builds every cell with that fault (see ``fred.hdl.cells.FAULTS``)."""
+
+    def __init__(self, ports: int, middle: int, lanes: int, dtype, *, fault=None, _path=(),
+                 _checked=False):
+        if not _checked:
+            check_fabric_params(ports, middle, lanes, dtype)
+            if fault not in _cells().FAULTS:
+                raise ValueError(f"unknown fault {fault!r}; known: "
+                                 + ", ".join(f for f in _cells().FAULTS if f))
+        self.fault = fault
+        self.ports, self.middle, self.lanes = ports, middle, lanes
+        self.dtype = get_dtype(dtype)
+        self.path = tuple(_path)
+        self.stages = stages(ports)
+        self.latency = fabric_latency(ports, middle, lanes, self.dtype)
+        self._layout = _layout(ports, middle)
+        c, off, w = self._layout[-1]
+        self.config_width = off + w
+        S = stream_signature(lanes, self.dtype)
+        super().__init__({"i": In(S).array(ports), "o": Out(S).array(ports),
+                          "config": In(self.config_width)})
+
+    def config_layout(self) -> list:
+        """``[(CellAddr, offset, width), ...]``; addresses relative to this instance."""
+        return list(self._layout)
+
+    def config_bits(self, routing_result=None, cell_modes=None) -> int:
+        return config_bits(self.ports, self.middle, routing_result, cell_modes)
+
+    def elaborate(self, platform):
+        c = _cells()
+        mod = Module()
+        P, m, L, t = self.ports, self.middle, self.lanes, self.dtype
+        offsets = {cell: (off, w) for cell, off, w in self._layout}
+
+        def cfg(cell, sig):
+            off, w = offsets[cell]
+            mod.d.comb += sig.eq(self.config[off:off + w])
+
+        if P == 2:
+            mod.submodules.rd = rd = c.RDCell(L, t.name, fault=self.fault)
+            cfg(CellAddr((), "rd", 0), rd.config)
+            for p in range(2):
+                wiring.connect(mod, wiring.flipped(self.i[p]), rd.i[p])
+                wiring.connect(mod, rd.o[p], wiring.flipped(self.o[p]))
+            return mod
+
+        r, odd = P // 2, P % 2
+        Pc = child_ports(P)
+        lat = cell_latencies(m, L, t)
+        rin, dout, mids = [], [], []
+        for j in range(r):
+            rc = c.RCell(m, L, t.name, fault=self.fault)
+            mod.submodules[f"in{j}"] = rc
+            cfg(CellAddr((), "in", j), rc.config)
+            rin.append(rc)
+            dc = c.DCell(m, L, t.name, fault=self.fault)
+            mod.submodules[f"out{j}"] = dc
+            cfg(CellAddr((), "out", j), dc.config)
+            dout.append(dc)
+        for k in range(m):
+            sub = Fabric(Pc, m, L, t, fault=self.fault, _path=self.path + (k,), _checked=True)
+            mod.submodules[f"mid{k}"] = sub
+            # the child's config is the contiguous slice starting at its first cell
+            first = next(cell for cell, _, _ in self._layout if cell.path[:1] == (k,))
+            off = offsets[first][0]
+            mod.d.comb += sub.config.eq(self.config[off:off + sub.config_width])
+            mids.append(sub)
+        for j in range(r):
+            for i in range(2):
+                wiring.connect(mod, wiring.flipped(self.i[2 * j + i]), rin[j].i[i])
+                wiring.connect(mod, dout[j].o[i], wiring.flipped(self.o[2 * j + i]))
+            for k in range(m):
+                wiring.connect(mod, rin[j].o[k], mids[k].i[j])
+                wiring.connect(mod, mids[k].o[j], dout[j].i[k])
+        if odd:
+            mod.submodules.demux = dm = DemuxCell(m, L, t, lat["R"])
+            mod.submodules.mux = mx = MuxCell(m, L, t, lat["D"])
+            cfg(CellAddr((), "demux", 0), dm.config)
+            cfg(CellAddr((), "mux", 0), mx.config)
+            wiring.connect(mod, wiring.flipped(self.i[2 * r]), dm.i)
+            wiring.connect(mod, mx.o, wiring.flipped(self.o[2 * r]))
+            for k in range(m):
+                wiring.connect(mod, dm.o[k], mids[k].i[r])
+                wiring.connect(mod, mids[k].o[r], mx.i[k])
+        return mod
+
+
+# ---------------------------------------------------------------------------------------------
+# fred verilog fabric
+# ---------------------------------------------------------------------------------------------
+def _positive_int(text):
+    import argparse
+
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+def verilog_arguments(parser, target):
+    from .dtypes import dtype_names
+
+    if target != "fabric":  # pragma: no cover - cli_verilog only routes "fabric" here
+        raise ValueError(f"unknown verilog target {target!r} for fred.hdl.fabric")
+    parser.add_argument("--ports", "-P", type=_positive_int, required=True, metavar="P",
+                        help=f"number of ports (2..{MAX_RTL_PORTS})")
+    parser.add_argument("--middle", "-m", type=_positive_int, default=3, metavar="M",
+                        help="middle subnetworks per level (default 3, >= 2)")
+    parser.add_argument("--lanes", type=_positive_int, default=4, metavar="L",
+                        help="elements per beat (default 4)")
+    parser.add_argument("--dtype", default="fp16", metavar="T",
+                        help="element type: " + ", ".join(dtype_names()) + " (default fp16)")
+    parser.add_argument("--name", default=None, help="top module name (default fred<M>_p<P>)")
+
+
+def verilog_build(args, target):
+    from fred import FredError
+
+    try:
+        check_fabric_params(args.ports, args.middle, args.lanes, args.dtype)
+    except ValueError as exc:
+        raise FredError(str(exc)) from None
+    name = args.name or f"fred{args.middle}_p{args.ports}"
+    if not name.isidentifier():
+        raise FredError(f"module name {name!r} is not a valid identifier")
+    return Fabric(args.ports, args.middle, args.lanes, args.dtype), name

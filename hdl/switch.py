@@ -1,0 +1,503 @@
+"""The FRED switch: input buffers per virtual channel, credits, control unit, FRED_m(P) fabric.
+
+``Switch(ports, middle, lanes, dtype, ...)`` (FRED-SPEC section 4; link/packet format in
+:mod:`fred.hdl.packet`, full description in docs/switch.md).
+
+Ports (``P`` = ports; a *link* is a stream of ``{data: flit_bits, last: 1}``,
+``flit_bits = lanes * dtype.width``):
+
+==================  ====  =====================================================================
+``i[p]``            In    link from the sender at port p (``ready`` is always 1: credits)
+``credit_o[p]``     Out   per VC, credits returned to that sender this cycle (count)
+``o[p]``            Out   link to the receiver at port p (honours ``ready`` back-pressure)
+``credit_i[p]``     In    per VC, credits the receiver at port p returns this cycle (count)
+``cfg``             In    phase-table write port (:class:`~fred.hdl.switch_control.PhaseTable`)
+``err_packet``      Out   packets dropped: malformed header, framing != length, overflow
+``err_phase``       Out   packets dropped: unknown/unloaded/default phase index, port not in
+                          the phase, lengths of one round differ, control packet for an output
+                          that is not in the phase
+``cfg_rejects``     Out   rejected configuration writes
+``active``          Out   a round is in progress; ``act_phase`` / ``act_vc`` name it
+``round_start``     Out   pulse: a round starts (takes its input headers) this cycle
+``ready_vcs``       Out   per VC: a phase of that VC is ready to start (inputs and credits)
+``peak``            Out   per VC: highest buffer occupancy (flits) of any input port so far
+==================  ====  =====================================================================
+
+Operation
+---------
+* **Input**: each packet is checked and written into the buffer of its VC; it becomes visible
+  to the control unit when its last flit has arrived. Malformed or mis-framed packets and
+  packets overflowing the buffer (sender ignored credits) are dropped, their credits returned.
+* **Phase activation**: a phase (table entry) is *ready* when every input port of its flows has
+  a packet of that phase at the head of the phase's VC, all with the same length ``L``, and
+  every output port of its flows holds at least ``L + 1`` credits for that VC. A scanner visits
+  one port per cycle for each data VC (3 table read ports), drops heads naming an unusable
+  phase, and latches one ready phase per VC.
+* **Rounds**: one phase is active at a time. A *round* moves one packet from each input of the
+  phase through the fabric: headers are taken, each output sends a header (phase, VC, length,
+  and the sequence number of the lowest input port of its flow) then the ``L`` summed data flits.
+  The round ends when every output has sent its packet (the fabric is then drained).
+* **Priority / preemption**: between rounds (i.e. at packet boundaries) the control unit starts
+  the highest-priority ready phase, MP > PP > DP; a phase keeps running while it stays ready
+  and nothing of higher priority is ready. Changing the fabric configuration waits
+  ``config_settle`` cycles. Separate buffers per VC and whole-round scheduling mean a blocked
+  low-priority phase never holds resources a higher one needs: no deadlock across VCs, and
+  within a VC the scanner always finds the oldest ready phase (sources must send the phases of
+  one VC in one global order -- see docs/switch.md).
+* **Control VC**: an ACK/NACK arriving at input port q for phase f is forwarded unchanged to
+  every input port of the flow of f that has q as an output (as output links of those ports,
+  i.e. towards the sources), between packets and ahead of data, with CTRL credits.
+
+Latencies (cycles; measured figures in docs/switch.md and sim/measure_switch.py): a packet is
+visible 1 cycle after its last flit arrives; a ready phase is found within ``P`` cycles by the
+scanner; a round starts the cycle it is chosen (same configuration) or after
+``1 + config_settle`` cycles (new configuration); each output sends its header the cycle after
+the round starts; data then flows at one flit per cycle plus the fabric latency.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .packet import DATA_VCS, DEFAULT_PHASE, HEADER_BITS, PRIORITY, VC_CTRL
+from .switch_buffers import InputPort, link_layout
+from .switch_control import (OutputPort, PhaseTable, TableLayout, TABLE_BUDGET_BYTES,
+                             default_capacity, make_header)
+
+__all__ = ["Switch", "SwitchParams", "verilog_arguments", "verilog_build", "fabric_available",
+           "PAPER_DATA_DEPTH", "PAPER_CTRL_DEPTH", "PAPER_MAX_LEN"]
+
+#: the paper's sizes in 512-byte flits: 24 KB per data VC, 2 KB control, 4 KB data packets
+PAPER_DATA_DEPTH = 48
+PAPER_CTRL_DEPTH = 4
+PAPER_MAX_LEN = 8
+
+
+def fabric_available() -> bool:
+    try:
+        import fred.hdl.fabric  # noqa: F401
+    except ModuleNotFoundError as exc:
+        if exc.name == "fred.hdl.fabric":
+            return False
+        raise
+    return True
+
+
+class Switch(wiring.Component):
+    """The whole FRED switch (see the module docstring for ports and rules).
+
+    Parameters
+    ----------
+    ports, middle : FRED_middle(ports) fabric
+    lanes, dtype : elements per flit and their type (``flit_bits = lanes * width >= 48``)
+    data_depth, ctrl_depth : input buffer per port per VC, flits (paper: 48 and 4)
+    max_len : longest data packet in data flits (paper 8; at most ``data_depth - 1``)
+    out_credits : initial credits per VC (MP, DP, PP, CTRL) towards each receiver (default: the
+        same buffer sizes as ours)
+    table_entries : phase-table capacity (default: what fits ``table_bytes``, 1.5 KB)
+    fabric : ``"fred"`` (hdl/fabric.py), ``"ideal"`` (:mod:`fred.hdl.switch_ideal`, int32 only)
+        or ``"auto"`` (fred when available)
+    config_settle : cycles between loading a new fabric configuration and the first data
+    """
+
+    def __init__(self, ports: int, middle: int = 3, lanes: int = 4, dtype="int32", *,
+                 data_depth: int = PAPER_DATA_DEPTH, ctrl_depth: int = PAPER_CTRL_DEPTH,
+                 max_len: int = PAPER_MAX_LEN, out_credits=None, table_entries=None,
+                 table_bytes: int = TABLE_BUDGET_BYTES, fabric: str = "auto",
+                 config_settle: int = 1, counter_bits: int = 16):
+        from .dtypes import get_dtype
+        from .structure import check_params
+
+        check_params(ports, middle)
+        self.dtype = get_dtype(dtype)
+        if not isinstance(lanes, int) or lanes < 1:
+            raise ValueError(f"lanes {lanes!r} must be a positive integer")
+        self.P, self.m, self.lanes = ports, middle, lanes
+        self.width = self.dtype.width
+        self.flit_bits = lanes * self.width
+        if self.flit_bits < HEADER_BITS:
+            raise ValueError(f"flit of {lanes} x {self.dtype.name} = {self.flit_bits} bits is "
+                             f"smaller than the {HEADER_BITS}-bit header; use more lanes")
+        if ctrl_depth < 1:
+            raise ValueError(f"control buffer depth {ctrl_depth} must be at least 1 flit")
+        if not 1 <= max_len <= 255 or max_len > data_depth - 1:
+            raise ValueError(f"max packet length {max_len} must be 1..{min(255, data_depth - 1)} "
+                             f"flits (header + data must fit the data buffer of {data_depth})")
+        self.depths = (data_depth, data_depth, data_depth, ctrl_depth)
+        self.max_len = max_len
+        self.out_credits = tuple(out_credits) if out_credits is not None else self.depths
+        if len(self.out_credits) != 4 or any(c < 0 for c in self.out_credits):
+            raise ValueError(f"out_credits {out_credits!r} must be 4 non-negative counts")
+        if config_settle < 0:
+            raise ValueError(f"config_settle {config_settle} must be >= 0")
+        self.config_settle = config_settle
+        self.counter_bits = counter_bits
+
+        if fabric == "auto":
+            fabric = "fred" if fabric_available() else "ideal"
+        if fabric not in ("fred", "ideal"):
+            raise ValueError(f"fabric {fabric!r} must be 'fred', 'ideal' or 'auto'")
+        if fabric == "fred" and not fabric_available():
+            raise ValueError("fabric 'fred' requested but fred.hdl.fabric is not available")
+        self.fabric_kind = fabric
+        self.fabric = self._make_fabric()
+        self.config_width = len(self.fabric.config)
+        self.fabric_latency = getattr(self.fabric, "latency", None)
+        cap = table_entries if table_entries is not None else \
+            default_capacity(ports, self.config_width, table_bytes)
+        self.layout = TableLayout(ports, self.config_width, cap)
+        self.capacity = cap
+
+        self._ports = [InputPort(self.flit_bits, self.depths, max_len) for _ in range(ports)]
+        cb = self._ports[0].credit_bits
+        self.credit_bits = cb
+        lw = max(self.depths).bit_length()
+        link = stream.Signature(link_layout(self.flit_bits))
+        super().__init__({
+            "i": In(link).array(ports),
+            "o": Out(link).array(ports),
+            "credit_o": Out(data.ArrayLayout(cb, 4)).array(ports),
+            "credit_i": In(data.ArrayLayout(cb, 4)).array(ports),
+            "cfg": In(stream.Signature(self.layout.cfg_layout())),
+            "err_packet": Out(counter_bits),
+            "err_phase": Out(counter_bits),
+            "cfg_rejects": Out(counter_bits),
+            "active": Out(1), "act_phase": Out(8), "act_vc": Out(2),
+            "round_start": Out(1), "ready_vcs": Out(4),
+            "peak": Out(data.ArrayLayout(lw, 4)),
+        })
+
+    # -- Python-side helpers -------------------------------------------------------------------
+    def _make_fabric(self):
+        if self.fabric_kind == "ideal":
+            from .switch_ideal import IdealFabric
+            return IdealFabric(self.P, self.lanes, self.width)
+        from .fabric import Fabric
+        return Fabric(self.P, self.m, self.lanes, self.dtype.name)
+
+    def fabric_config(self, flows) -> int:
+        """Fabric configuration bits for one phase's ``flows``."""
+        if self.fabric_kind == "ideal":
+            from .switch_ideal import ideal_config_bits
+            return ideal_config_bits(self.P, flows)
+        from .fabric import config_bits
+        from .routing import route
+        return config_bits(self.P, self.m, route(self.P, self.m, list(flows)))
+
+    def table_entry(self, vc: int, flows) -> int:
+        return self.layout.encode(vc, flows, self.fabric_config(flows))
+
+    def cfg_words(self, phases: dict) -> list:
+        """``{index: (vc, flows)}`` -> list of ``cfg`` payloads loading those entries."""
+        return [self.layout.cfg_word(idx, self.table_entry(vc, flows))
+                for idx, (vc, flows) in sorted(phases.items())]
+
+    def describe(self) -> dict:
+        return {"ports": self.P, "middle": self.m, "lanes": self.lanes, "dtype": self.dtype.name,
+                "flit_bits": self.flit_bits, "depths": list(self.depths), "max_len": self.max_len,
+                "out_credits": list(self.out_credits), "table_entries": self.capacity,
+                "entry_bits": self.layout.entry_width, "table_bits": self.layout.bits,
+                "config_bits": self.config_width, "fabric": self.fabric_kind,
+                "fabric_latency": self.fabric_latency, "config_settle": self.config_settle,
+                "credit_bits": self.credit_bits}
+
+    # -- RTL -----------------------------------------------------------------------------------
+    def elaborate(self, platform):
+        m = Module()
+        P, L = self.P, self.layout
+        ports = self._ports
+        for p, ip in enumerate(ports):
+            m.submodules[f"in{p}"] = ip
+        m.submodules.fabric = fab = self.fabric
+        m.submodules.table = tab = PhaseTable(L, 4, self.counter_bits)
+        outs = []
+        for q in range(P):
+            op = OutputPort(self.flit_bits, self.out_credits, self.credit_bits)
+            m.submodules[f"out{q}"] = op
+            outs.append(op)
+        wiring.connect(m, wiring.flipped(self.cfg), tab.cfg)
+        m.d.comb += self.cfg_rejects.eq(tab.rejects)
+
+        for p in range(P):
+            wiring.connect(m, wiring.flipped(self.i[p]), ports[p].i)
+            m.d.comb += self.credit_o[p].eq(ports[p].credit)
+            # input -> fabric
+            m.d.comb += [fab.i[p].valid.eq(ports[p].d.valid),
+                         fab.i[p].payload.eq(ports[p].d.payload),
+                         ports[p].d.ready.eq(fab.i[p].ready)]
+            # fabric -> output
+            m.d.comb += [outs[p].fd.valid.eq(fab.o[p].valid),
+                         outs[p].fd.payload.eq(fab.o[p].payload),
+                         fab.o[p].ready.eq(outs[p].fd.ready)]
+            wiring.connect(m, outs[p].o, wiring.flipped(self.o[p]))
+            m.d.comb += outs[p].credit_i.eq(self.credit_i[p])
+
+        def hv(p, v):
+            return ports[p].head_valid[v]
+
+        def hw(p, v):
+            return ports[p].head_word[v]
+
+        def f_phase(w):
+            return w[8:16]
+
+        def f_seq(w):
+            return w[16:32]
+
+        def f_len(w):
+            return w[32:40]
+
+        def e_vc(e):
+            return e[0:2]
+
+        def e_in(e):
+            return e[L.off_in:L.off_in + P]
+
+        def e_out(e):
+            return e[L.off_out:L.off_out + P]
+
+        def e_flow(e, q):
+            return e[L.off_flow + q * P:L.off_flow + (q + 1) * P]
+
+        def e_cfg(e):
+            return e[L.off_cfg:L.off_cfg + L.C]
+
+        take = [[Signal(name=f"take_{p}_{v}") for v in range(4)] for p in range(P)]
+        discard = [[Signal(name=f"discard_{p}_{v}") for v in range(4)] for p in range(P)]
+        for p in range(P):
+            m.d.comb += [ports[p].take.eq(Cat(*take[p])), ports[p].discard.eq(Cat(*discard[p]))]
+
+        # -- round state ----------------------------------------------------------------------
+        busy = Signal()            # a round is in progress (started, not yet finished)
+        act_vc = Signal(2)
+        act_phase = Signal(8)
+        cfg_loaded = Signal()
+        cfg_phase = Signal(8)
+        cfg_reg = Signal(L.C)
+        m.d.comb += [fab.config.eq(cfg_reg), self.active.eq(busy), self.act_vc.eq(act_vc),
+                     self.act_phase.eq(act_phase)]
+        with m.If(tab.changed):
+            m.d.sync += cfg_loaded.eq(0)
+
+        # -- scanner: one port per cycle per data VC -------------------------------------------
+        sp = Signal(range(P))
+        m.d.sync += sp.eq(Mux(sp == P - 1, 0, sp + 1))
+        lat_valid = [Signal(name=f"lat_valid{v}") for v in range(3)]
+        lat_phase = [Signal(8, name=f"lat_phase{v}") for v in range(3)]
+        lat_port = [Signal(range(P), name=f"lat_port{v}") for v in range(3)]
+        lat_entry = [Signal(L.entry_width, name=f"lat_entry{v}") for v in range(3)]
+        rdy = [Signal(name=f"rdy{v}") for v in range(3)]
+        go = [Signal(name=f"go{v}") for v in range(3)]
+        lat_len = [Signal(8, name=f"lat_len{v}") for v in range(3)]
+        n_disc = []
+        pending = [Signal(name=f"pending{v}") for v in range(3)]
+        age = [Signal(range(P + 1), name=f"age{v}") for v in range(3)]
+        for v in DATA_VCS:
+            cand_hv = Signal(name=f"cand_hv{v}")
+            cand_w = Signal(HEADER_BITS, name=f"cand_w{v}")
+            for p in range(P):
+                with m.If(sp == p):
+                    m.d.comb += [cand_hv.eq(hv(p, v)), cand_w.eq(hw(p, v))]
+            phi = f_phase(cand_w)
+            m.d.comb += tab.r_addr[v].eq(phi)
+            ent = tab.r_entry[v]
+            hit = tab.r_hit[v]
+            eok = Signal(name=f"eok{v}")
+            m.d.comb += eok.eq(hit & (e_vc(ent) == v) & e_in(ent).bit_select(sp, 1))
+            present = Const(1)
+            len_eq = Const(1)
+            for p in range(P):
+                here = hv(p, v) & (f_phase(hw(p, v)) == phi)
+                present = present & (~e_in(ent)[p] | here)
+                len_eq = len_eq & (~e_in(ent)[p] | (f_len(hw(p, v)) == f_len(cand_w)))
+            paused = busy & (act_vc == v)
+            scan = Signal(name=f"scan{v}")
+            m.d.comb += scan.eq(cand_hv & ~paused)
+            bad = Signal(name=f"bad{v}")
+            mism = Signal(name=f"mism{v}")
+            m.d.comb += [bad.eq(scan & ~eok), mism.eq(scan & eok & present & ~len_eq)]
+            for p in range(P):
+                with m.If(bad & (sp == p)):
+                    m.d.comb += discard[p][v].eq(1)
+                with m.If(mism & e_in(ent)[p]):
+                    m.d.comb += discard[p][v].eq(1)
+            n_disc.append(bad)
+            n_disc.append(Mux(mism, sum(e_in(ent)[p] for p in range(P)), 0))
+            # readiness of the latched phase
+            le = lat_entry[v]
+            for p in range(P):
+                with m.If(lat_port[v] == p):
+                    m.d.comb += lat_len[v].eq(f_len(hw(p, v)))
+            ready = Const(1)
+            credok = Const(1)
+            for p in range(P):
+                here = hv(p, v) & (f_phase(hw(p, v)) == lat_phase[v]) & \
+                    (f_len(hw(p, v)) == lat_len[v])
+                ready = ready & (~e_in(le)[p] | here)
+                credok = credok & (~e_out(le)[p] | (outs[p].credits[v] >= lat_len[v] + 1))
+            m.d.comb += [rdy[v].eq(lat_valid[v] & ready), go[v].eq(rdy[v] & credok)]
+            # age: cycles the scanner has searched VC v without latching (saturates at P); a
+            # lower-priority VC may only start once every pending higher VC had a full sweep
+            pend = Const(0)
+            for p in range(P):
+                pend = pend | hv(p, v)
+            m.d.comb += pending[v].eq(pend)
+            with m.If(lat_valid[v] | paused):
+                m.d.sync += age[v].eq(0)
+            with m.Elif(age[v] != P):
+                m.d.sync += age[v].eq(age[v] + 1)
+            with m.If(~lat_valid[v]):
+                with m.If(scan & eok & present & len_eq):
+                    m.d.sync += [lat_valid[v].eq(1), lat_phase[v].eq(phi), lat_port[v].eq(sp),
+                                 lat_entry[v].eq(ent)]
+            with m.Elif(~rdy[v] & ~paused):
+                m.d.sync += lat_valid[v].eq(0)
+            with m.If(tab.changed):
+                m.d.sync += lat_valid[v].eq(0)
+        m.d.comb += self.ready_vcs.eq(Cat(go[0], go[1], go[2], Const(0, 1)))
+
+        # -- round sequencer -------------------------------------------------------------------
+        sel_vc = Signal(2)
+        sel_any = Signal()
+        # strict priority: VC v may start if it is ready and no higher VC is ready or may still
+        # become ready (pending heads not yet swept once)
+        blocked = Const(0)
+        for v in PRIORITY:
+            with m.If(go[v] & ~blocked):
+                m.d.comb += [sel_any.eq(1), sel_vc.eq(v)]
+            blocked = blocked | go[v] | (pending[v] & (age[v] != P))
+        sel_entry = Signal(L.entry_width)
+        sel_phase = Signal(8)
+        sel_len = Signal(8)
+        for v in DATA_VCS:
+            with m.If(sel_vc == v):
+                m.d.comb += [sel_entry.eq(lat_entry[v]), sel_phase.eq(lat_phase[v]),
+                             sel_len.eq(lat_len[v])]
+        settle = Signal(range(self.config_settle + 2))
+        all_idle = Const(1)
+        for p in range(P):
+            all_idle = all_idle & ~ports[p].busy & outs[p].idle
+        start = Signal()
+        m.d.comb += self.round_start.eq(start)
+        with m.FSM(name="seq"):
+            with m.State("IDLE"):
+                with m.If(sel_any):
+                    with m.If(cfg_loaded & (cfg_phase == sel_phase)):
+                        m.d.comb += start.eq(1)
+                        m.d.sync += [busy.eq(1), act_vc.eq(sel_vc), act_phase.eq(sel_phase)]
+                        m.next = "RUN"
+                    with m.Else():
+                        m.d.sync += [cfg_reg.eq(e_cfg(sel_entry)), cfg_phase.eq(sel_phase),
+                                     cfg_loaded.eq(1), settle.eq(self.config_settle)]
+                        m.next = "SETTLE"
+            with m.State("SETTLE"):
+                with m.If(settle == 0):
+                    m.next = "IDLE"
+                with m.Else():
+                    m.d.sync += settle.eq(settle - 1)
+            with m.State("RUN"):
+                with m.If(all_idle):
+                    m.d.sync += busy.eq(0)
+                    m.next = "IDLE"
+        # round start: take the headers, start every output of the phase
+        for p in range(P):
+            with m.If(start & e_in(sel_entry)[p]):
+                for v in DATA_VCS:
+                    with m.If(sel_vc == v):
+                        m.d.comb += take[p][v].eq(1)
+        for q in range(P):
+            src_seq = Signal(16, name=f"src_seq{q}")
+            fmask = e_flow(sel_entry, q)
+            for p in reversed(range(P)):
+                with m.If(fmask[p]):
+                    for v in DATA_VCS:
+                        with m.If(sel_vc == v):
+                            m.d.comb += src_seq.eq(f_seq(hw(p, v)))
+            m.d.comb += [
+                outs[q].start.eq(start & e_out(sel_entry)[q]),
+                outs[q].start_hdr.eq(make_header(sel_vc, Const(0, 2), sel_phase, src_seq, sel_len)),
+                outs[q].start_len.eq(sel_len),
+                outs[q].start_vc.eq(sel_vc),
+            ]
+
+        # -- control VC: ACK/NACK towards the sources ------------------------------------------
+        cp = Signal(range(P))
+        c_hv = Signal()
+        c_w = Signal(HEADER_BITS)
+        for p in range(P):
+            with m.If(cp == p):
+                m.d.comb += [c_hv.eq(hv(p, VC_CTRL)), c_w.eq(hw(p, VC_CTRL))]
+        m.d.comb += tab.r_addr[3].eq(f_phase(c_w))
+        cent = tab.r_entry[3]
+        c_ok = tab.r_hit[3] & e_out(cent).bit_select(cp, 1)
+        targets = Signal(P)
+        for p in range(P):
+            with m.If(cp == p):
+                m.d.comb += targets.eq(e_flow(cent, p))
+        space_ok = Const(1)
+        for t in range(P):
+            space_ok = space_ok & (~targets[t] | outs[t].ctrl_space)
+        c_bad = Signal()
+        c_fwd = Signal()
+        m.d.comb += [c_bad.eq(c_hv & ~c_ok), c_fwd.eq(c_hv & c_ok & space_ok)]
+        for p in range(P):
+            with m.If(cp == p):
+                m.d.comb += [discard[p][VC_CTRL].eq(c_bad), take[p][VC_CTRL].eq(c_fwd)]
+        for t in range(P):
+            m.d.comb += [outs[t].ctrl_push.eq(c_fwd & targets[t]), outs[t].ctrl_word.eq(c_w)]
+        with m.If(~(c_hv & c_ok & ~space_ok)):
+            m.d.sync += cp.eq(Mux(cp == P - 1, 0, cp + 1))
+        n_disc.append(c_bad)
+
+        # -- counters and status -------------------------------------------------------------
+        n_pkt = sum(ports[p].err for p in range(P))
+        m.d.sync += [self.err_packet.eq(self.err_packet + n_pkt),
+                     self.err_phase.eq(self.err_phase + sum(n_disc))]
+        for v in range(4):
+            mx = ports[0].peak[v]
+            for p in range(1, P):
+                mx = Mux(ports[p].peak[v] > mx, ports[p].peak[v], mx)
+            m.d.comb += self.peak[v].eq(mx)
+        return m
+
+
+# -- fred verilog switch ---------------------------------------------------------------------
+def verilog_arguments(parser, target):
+    parser.add_argument("--ports", type=int, required=True, help="switch ports P (>= 2)")
+    parser.add_argument("--middle", type=int, default=3, help="middle subnetworks m (default 3)")
+    parser.add_argument("--lanes", type=int, default=4, help="elements per flit (default 4)")
+    parser.add_argument("--dtype", default="fp16", help="element type (default fp16)")
+    parser.add_argument("--data-depth", type=int, default=PAPER_DATA_DEPTH,
+                        help=f"flits per data-VC input buffer (default {PAPER_DATA_DEPTH}: 24 KB of 512 B flits)")
+    parser.add_argument("--ctrl-depth", type=int, default=PAPER_CTRL_DEPTH,
+                        help=f"flits per control-VC input buffer (default {PAPER_CTRL_DEPTH}: 2 KB)")
+    parser.add_argument("--max-len", type=int, default=PAPER_MAX_LEN,
+                        help=f"data flits per packet at most (default {PAPER_MAX_LEN}: 4 KB)")
+    parser.add_argument("--table-entries", type=int, default=None,
+                        help="phase-table capacity (default: what fits --table-bytes)")
+    parser.add_argument("--table-bytes", type=int, default=TABLE_BUDGET_BYTES,
+                        help=f"phase-table budget in bytes (default {TABLE_BUDGET_BYTES})")
+    parser.add_argument("--fabric", default="auto", choices=("auto", "fred", "ideal"),
+                        help="fabric inside the switch (default auto: the FRED fabric if built)")
+
+
+def verilog_build(args, target):
+    from . import structure
+
+    for name in ("ports", "middle", "lanes", "data_depth", "ctrl_depth", "max_len"):
+        v = getattr(args, name)
+        if v is None or v < 1:
+            raise ValueError(f"--{name.replace('_', '-')} {v} must be a positive integer")
+    structure.check_params(args.ports, args.middle)
+    if args.table_bytes < 1:
+        raise ValueError(f"--table-bytes {args.table_bytes} must be positive")
+    sw = Switch(args.ports, args.middle, args.lanes, args.dtype, data_depth=args.data_depth,
+                ctrl_depth=args.ctrl_depth, max_len=args.max_len,
+                table_entries=args.table_entries, table_bytes=args.table_bytes,
+                fabric=args.fabric)
+    return sw, f"fred_switch_p{args.ports}_m{args.middle}"
+
+
+SwitchParams = dict

@@ -1,0 +1,138 @@
+"""``fred estimate``: full-wafer training-time estimates, mesh vs FRED (paper Fig. 10 view)."""
+
+from __future__ import annotations
+
+HELP = "training-time estimates for each workload x fabric (mesh, Fred-A..D), with exposed-communication breakdown"
+
+COLS = ("compute", "dp", "mp", "pp", "stream", "input")
+COL_TITLES = {"compute": "compute", "dp": "DP", "mp": "MP", "pp": "PP", "stream": "wstream", "input": "input"}
+
+
+def add_hardware_arguments(p):
+    g = p.add_argument_group("hardware overrides (apply to every workload and fabric alike)")
+    g.add_argument("--tflops", type=float, metavar="T", help="NPU peak dense FP16 TFLOP/s (default 989.4, H100 SXM5)")
+    g.add_argument("--utilisation", "--utilization", type=float, metavar="U", dest="utilisation",
+                   help="fraction of peak sustained by compute-bound layers (default 1.0)")
+    g.add_argument("--hbm-bw", type=float, metavar="TBPS", help="NPU HBM bandwidth in TB/s (default 3)")
+    g.add_argument("--hbm-gb", type=float, metavar="GB", help="NPU HBM capacity in GB (default 80)")
+    g.add_argument("--npu-bw", type=float, metavar="TBPS", help="NPU network bandwidth per direction, TB/s (default 3)")
+    g.add_argument("--mesh-link-bw", type=float, metavar="GBPS", help="mesh link bandwidth, GB/s (default 750)")
+    g.add_argument("--io-bw", type=float, metavar="GBPS", help="I/O controller bandwidth, GB/s (default 128)")
+    g.add_argument("--link-latency-ns", type=float, metavar="NS", help="wafer link latency, ns (default 20)")
+    g.add_argument("--switch-cycles", type=float, metavar="N", help="switch traversal latency in cycles")
+    g.add_argument("--switch-ghz", type=float, metavar="GHZ", help="switch clock in GHz")
+    g.add_argument("--granularity", type=int, metavar="N", default=None,
+                   help="max layer chunks per pipeline stage in weight-stationary mode (default 8)")
+
+
+def hardware_from_args(args):
+    """(WaferParams, NpuParams, granularity) from the common override options."""
+    import dataclasses
+
+    from fred import FredError
+
+    from . import compute as C
+    from .params import GB, NS, TB, default_params
+
+    p = default_params()
+    ch = {}
+    if getattr(args, "npu_bw", None) is not None:
+        ch["npu_net_bw"] = args.npu_bw * TB
+    if getattr(args, "mesh_link_bw", None) is not None:
+        ch["mesh_link_bw"] = args.mesh_link_bw * GB
+    if getattr(args, "io_bw", None) is not None:
+        ch["io_bw"] = args.io_bw * GB
+    if getattr(args, "hbm_bw", None) is not None:
+        ch["hbm_bw"] = args.hbm_bw * TB
+    if getattr(args, "link_latency_ns", None) is not None:
+        ch["link_latency"] = args.link_latency_ns * NS
+    sw = {}
+    if getattr(args, "switch_cycles", None) is not None:
+        sw["latency_cycles"] = args.switch_cycles
+    if getattr(args, "switch_ghz", None) is not None:
+        sw["clock_hz"] = args.switch_ghz * 1e9
+    if sw:
+        sw["source"] = "command line: " + ", ".join(f"{k}={v}" for k, v in sw.items())
+        ch["switch"] = dataclasses.replace(p.switch, **sw)
+    if ch:
+        p = p.replace(**ch)
+    n = {}
+    if getattr(args, "tflops", None) is not None:
+        n["peak_flops"] = args.tflops * 1e12
+    if getattr(args, "utilisation", None) is not None:
+        n["utilisation"] = args.utilisation
+    if getattr(args, "hbm_bw", None) is not None:
+        n["hbm_bw"] = args.hbm_bw * TB
+    if getattr(args, "hbm_gb", None) is not None:
+        n["hbm_capacity"] = args.hbm_gb * 1e9
+    npu = C.default_npu().replace(**n) if n else C.default_npu()
+    gran = getattr(args, "granularity", None)
+    if gran is not None and gran < 1:
+        raise FredError(f"--granularity must be >= 1, got {gran}")
+    return p, npu, gran
+
+
+def add_arguments(p):
+    p.add_argument("--workload", "-w", action="append", metavar="NAME",
+                   help="workload(s): resnet-152, transformer-17b, gpt3-175b, transformer-1t (repeat or comma-separate; default all)")
+    p.add_argument("--fabric", "-f", action="append", metavar="NAME",
+                   help="fabric(s): mesh, fred-a, fred-b, fred-c, fred-d (default all; the mesh is always simulated as the reference)")
+    p.add_argument("--strategy", "-s", metavar="MP(a)-DP(b)-PP(c)", help="parallelization (default: each workload's headline strategy)")
+    p.add_argument("--microbatches", "-m", type=int, metavar="N", help="microbatches per iteration (default: the workload's)")
+    p.add_argument("--samples", type=float, metavar="N",
+                   help="samples per DP replica, i.e. minibatch = DP x N (default 16)")
+    p.add_argument("--mode", choices=("weight-stationary", "weight-streaming"), help="execution mode (default: the workload's)")
+    add_hardware_arguments(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--plot", metavar="FILE.png", help="draw the stacked breakdown normalised to the mesh (paper Fig. 10)")
+
+
+def _fmt_ms(x):
+    return f"{x * 1e3:10.3f}"
+
+
+def format_table(rows, timing_source) -> str:
+    from .params import variant
+
+    out = [f"switch timing: {timing_source}",
+           "times in ms per iteration; exposed communication on the critical path; speedup = mesh / fabric"]
+    hdr = (f"{'workload':16} {'fabric':7} {'strategy':18} {'iter':>10} " + " ".join(f"{COL_TITLES[c]:>10}" for c in COLS)
+           + f" {'speedup':>8} {'paper':>6}")
+    out.append(hdr)
+    out.append("-" * len(hdr))
+    for e in rows:
+        vals = [e.compute_time] + [e.exposed.get(c, 0.0) for c in COLS[1:]]
+        paper = f"{e.paper_speedup:6.2f}" if e.paper_speedup else f"{'':6}"
+        sp = f"{e.speedup:8.3f}" if e.speedup is not None else f"{'':8}"
+        out.append(f"{e.workload:16} {variant(e.fabric).display:7} {e.strategy:18} {_fmt_ms(e.iteration_time)} "
+                   + " ".join(_fmt_ms(v) for v in vals) + f" {sp} {paper}")
+    notes = sorted({f"{e.workload}: {n}" for e in rows for n in e.notes})
+    for n in notes:
+        out.append(f"note: {n}")
+    return "\n".join(out)
+
+
+def run(args):
+    import json
+
+    from .estimate import estimate_table
+
+    params, npu, gran = hardware_from_args(args)
+    kw = dict(params=params, npu=npu, microbatches=args.microbatches, samples_per_replica=args.samples, mode=args.mode)
+    if gran:
+        kw["granularity"] = gran
+    rows = estimate_table(args.workload, args.fabric, args.strategy, **kw)
+    source = rows[0].timing_source if rows else params.switch.source
+    if args.plot:
+        from .plots import plot_breakdown
+        plot_breakdown(rows, args.plot, title=f"Training time breakdown (normalised to mesh); switch timing: {source}")
+    if args.json:
+        print(json.dumps({"switch_timing_source": source, "npu": {"peak_flops": npu.peak_flops, "utilisation": npu.utilisation,
+                                                                   "hbm_bw": npu.hbm_bw, "hbm_capacity": npu.hbm_capacity,
+                                                                   "source": npu.source},
+                          "rows": [e.to_dict() for e in rows]}, indent=2))
+    else:
+        print(format_table(rows, source))
+        if args.plot:
+            print(f"plot: {args.plot}")
+    return 0

@@ -1,0 +1,151 @@
+"""``fred sweep``: every MP*DP*PP = 20 strategy of a workload on the mesh and Fred-D
+(paper Fig. 2 / Fig. 11): compute and exposed communication per sample."""
+
+from __future__ import annotations
+
+HELP = "evaluate every MP x DP x PP = 20 strategy of a workload on mesh and Fred-D (paper Fig. 2 / 11)"
+
+
+def add_arguments(p):
+    from .cli_estimate import add_hardware_arguments
+
+    p.add_argument("--workload", "-w", default="transformer-17b", metavar="NAME", help="workload (default transformer-17b)")
+    p.add_argument("--fabric", "-f", action="append", metavar="NAME", help="fabrics (default mesh and fred-d)")
+    p.add_argument("--rule", type=int, choices=(16, 40), default=40,
+                   help="minibatch rule: DP x 16 (paper Sec. 8.1-8.2) or DP x 40 (Sec. 8.3, Fig. 2/11; default)")
+    p.add_argument("--mode", choices=("weight-stationary", "weight-streaming"), help="execution mode (default: the workload's)")
+    add_hardware_arguments(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--plot", metavar="FILE.png", help="plot compute + exposed communication per strategy")
+
+
+def sweep(workload="transformer-17b", fabrics=("mesh", "fred-d"), rule=40, *, params=None, npu=None, mode=None,
+          granularity=None):
+    """Every strategy x fabric. Returns a list of dicts: strategy, fabric, estimate (or None and
+    ``error`` when the strategy does not fit in HBM)."""
+    from fred import FredError
+
+    from .estimate import estimate, resolve_fabrics
+    from .parallel_groups import all_strategies, format_strategy
+    from .params import default_params
+    from .workload import load_workload, sweep_microbatches
+
+    if rule not in (16, 40):
+        raise FredError(f"minibatch rule must be 16 or 40 (DP x N), got {rule!r}")
+    w = load_workload(workload)
+    if mode:
+        w = w.with_mode(mode)
+    p = params or default_params()
+    fl = resolve_fabrics(fabrics)
+    out = []
+    kw = {"granularity": granularity} if granularity else {}
+    for abc in all_strategies(p.npus):
+        m = sweep_microbatches(w, abc[2], rule) if (abc[2] > 1 or w.mode == "weight-streaming") else 1
+        for f in fl:
+            try:
+                e = estimate(w, f, abc, params=p, npu=npu, microbatches=m, samples_per_replica=rule, **kw)
+                out.append({"strategy": format_strategy(abc), "fabric": f, "estimate": e, "error": None})
+            except FredError as exc:
+                out.append({"strategy": format_strategy(abc), "fabric": f, "estimate": None, "error": str(exc)})
+    # speedup of each fabric over the mesh for the same strategy
+    for r in out:
+        e = r["estimate"]
+        if e is None:
+            continue
+        base = next((x["estimate"] for x in out if x["strategy"] == r["strategy"] and x["fabric"] == "mesh"), None)
+        if base is not None:
+            e.speedup = base.iteration_time / e.iteration_time
+    return out
+
+
+def summary(results, fabric="fred-d"):
+    """Averages over the strategies that fit: exposed-communication and training speedups of
+    ``fabric`` over the mesh (the paper's Fig. 11 'Avg.': 4.22x and 1.63x for Transformer-17B),
+    and the best strategy per fabric (time per sample)."""
+    pairs = []
+    for r in results:
+        if r["fabric"] != fabric or r["estimate"] is None:
+            continue
+        base = next((x["estimate"] for x in results if x["strategy"] == r["strategy"] and x["fabric"] == "mesh"
+                     and x["estimate"] is not None), None)
+        if base is not None:
+            pairs.append((base, r["estimate"]))
+    out = {"strategies": len(pairs)}
+    if pairs:
+        out["avg_speedup"] = sum(b.iteration_time / f.iteration_time for b, f in pairs) / len(pairs)
+        comm = [(b.exposed_comm, f.exposed_comm) for b, f in pairs]
+        out["exposed_comm_ratio_of_avgs"] = (sum(c[0] for c in comm) / max(1e-30, sum(c[1] for c in comm)))
+        # paper-style: average (normalised per sample) bars, then the ratio
+        out["avg_exposed_comm_per_sample_mesh"] = sum(b.exposed_comm / b.minibatch for b, _ in pairs) / len(pairs)
+        out["avg_exposed_comm_per_sample_fabric"] = sum(f.exposed_comm / f.minibatch for _, f in pairs) / len(pairs)
+        out["avg_exposed_comm_improvement"] = (out["avg_exposed_comm_per_sample_mesh"]
+                                               / max(1e-30, out["avg_exposed_comm_per_sample_fabric"]))
+        out["avg_time_per_sample_mesh"] = sum(b.iteration_time / b.minibatch for b, _ in pairs) / len(pairs)
+        out["avg_time_per_sample_fabric"] = sum(f.iteration_time / f.minibatch for _, f in pairs) / len(pairs)
+        out["avg_training_improvement"] = out["avg_time_per_sample_mesh"] / out["avg_time_per_sample_fabric"]
+    for fab in sorted({r["fabric"] for r in results}):
+        ok = [r for r in results if r["fabric"] == fab and r["estimate"] is not None]
+        if ok:
+            best = min(ok, key=lambda r: r["estimate"].iteration_time / r["estimate"].minibatch)
+            fastest_compute = min(ok, key=lambda r: r["estimate"].compute_time / r["estimate"].minibatch)
+            out[f"best_{fab}"] = best["strategy"]
+            out[f"least_compute_{fab}"] = fastest_compute["strategy"]
+    return out
+
+
+def format_sweep(results, summ, timing_source, workload, rule) -> str:
+    from .params import variant
+
+    lines = [f"switch timing: {timing_source}",
+             f"{workload}: every MP x DP x PP = 20 strategy, minibatch = DP x {rule}; times per sample in microseconds"]
+    hdr = (f"{'strategy':18} {'fabric':7} {'mb':>4} {'iter ms':>10} {'us/sample':>10} {'compute':>9} {'DP':>9} {'MP':>9}"
+           f" {'PP':>9} {'other':>8} {'speedup':>8}")
+    lines.append(hdr)
+    lines.append("-" * len(hdr))
+    for r in results:
+        e = r["estimate"]
+        if e is None:
+            lines.append(f"{r['strategy']:18} {variant(r['fabric']).display:7} does not fit: {r['error']}")
+            continue
+        per = lambda v: v / e.minibatch * 1e6
+        other = e.exposed.get("stream", 0) + e.exposed.get("input", 0)
+        sp = f"{e.speedup:8.3f}" if e.speedup else f"{'':8}"
+        lines.append(f"{e.strategy:18} {variant(e.fabric).display:7} {e.microbatches:4d} {e.iteration_time * 1e3:10.3f} "
+                     f"{per(e.iteration_time):10.2f} {per(e.compute_time):9.2f} {per(e.exposed.get('dp', 0)):9.2f} "
+                     f"{per(e.exposed.get('mp', 0)):9.2f} {per(e.exposed.get('pp', 0)):9.2f} {per(other):8.2f} {sp}")
+    if summ.get("strategies"):
+        lines.append(f"average over {summ['strategies']} strategies (Fred-D vs mesh, per sample): exposed communication "
+                     f"{summ['avg_exposed_comm_improvement']:.2f}x lower, training {summ['avg_training_improvement']:.2f}x "
+                     f"faster (paper, Transformer-17B: 4.22x and 1.63x)")
+    for k, v in summ.items():
+        if k.startswith("best_") or k.startswith("least_compute_"):
+            lines.append(f"{k.replace('_', ' ')}: {v}")
+    return "\n".join(lines)
+
+
+def run(args):
+    import json
+
+    from .cli_estimate import hardware_from_args
+
+    params, npu, gran = hardware_from_args(args)
+    res = sweep(args.workload, args.fabric or ("mesh", "fred-d"), args.rule, params=params, npu=npu, mode=args.mode,
+                granularity=gran)
+    fabs = [r["fabric"] for r in res]
+    summ = summary(res, "fred-d" if "fred-d" in fabs else fabs[-1])
+    ok = [r["estimate"] for r in res if r["estimate"] is not None]
+    source = ok[0].timing_source if ok else params.switch.source
+    wname = ok[0].workload if ok else args.workload
+    if args.plot:
+        from .plots import plot_sweep
+        plot_sweep(res, args.plot, title=f"{wname}, minibatch = DP x {args.rule}; switch timing: {source}")
+    if args.json:
+        print(json.dumps({"switch_timing_source": source, "workload": wname, "rule": args.rule, "summary": summ,
+                          "rows": [{"strategy": r["strategy"], "fabric": r["fabric"], "error": r["error"],
+                                    **({"estimate": r["estimate"].to_dict()} if r["estimate"] else {})} for r in res]},
+                         indent=2))
+    else:
+        print(format_sweep(res, summ, source, wname, args.rule))
+        if args.plot:
+            print(f"plot: {args.plot}")
+    return 0

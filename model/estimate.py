@@ -1,0 +1,152 @@
+"""Full-wafer training estimates: a workload on a fabric, and the mesh-vs-FRED table.
+
+>>> from fred.model.estimate import estimate
+>>> e = estimate("resnet-152", "fred-d")          # doctest: +SKIP
+>>> e.iteration_time, e.exposed["dp"], e.speedup   # doctest: +SKIP
+
+``estimate_table`` runs every workload on every fabric and fills ``speedup`` = mesh iteration
+time / fabric iteration time (the mesh is always simulated as the reference).
+
+One parameter set for everything: :func:`fred.model.params.default_params` (network, FRED-SPEC
+§5) and :func:`fred.model.compute.default_npu` (H100-like NPU). Nothing is tuned per workload or
+per fabric; overrides apply to every cell of a table alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from fred import FredError
+
+from . import compute as C
+from .params import canonical_fabric, default_params, variant
+from .parallel_groups import format_strategy, parse_strategy
+from .schedule import DEFAULT_GRANULARITY, DEFAULT_STREAM_STEPS, KINDS, build_and_run
+from .workload import list_workloads, load_workload
+
+FABRIC_ORDER = ("mesh", "fred-a", "fred-b", "fred-c", "fred-d")
+
+#: FRED-SPEC §7 / paper Fig. 10: end-to-end speedup over the mesh
+PAPER_SPEEDUPS = {
+    "resnet-152": {"fred-c": 1.41, "fred-d": 1.76},
+    "transformer-17b": {"fred-c": 1.75, "fred-d": 1.87},
+    "gpt3-175b": {"fred-c": 1.34, "fred-d": 1.34},
+    "transformer-1t": {"fred-c": 1.40, "fred-d": 1.40},
+}
+
+
+@dataclass
+class Estimate:
+    workload: str
+    fabric: str
+    strategy: str
+    mode: str
+    microbatches: int
+    samples_per_replica: float
+    minibatch: float
+    iteration_time: float
+    compute_time: float
+    compute_busy: float
+    exposed: dict
+    comm_busy: dict
+    memory_per_npu: float
+    timing_source: str
+    tasks: int
+    sim_seconds: float
+    speedup: float | None = None
+    paper_speedup: float | None = None
+    notes: list = field(default_factory=list)
+
+    @property
+    def exposed_comm(self) -> float:
+        return sum(self.exposed.values())
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["exposed_comm"] = self.exposed_comm
+        return d
+
+
+def _microbatches_for(w, abc, microbatches):
+    if microbatches:
+        return int(microbatches)
+    a, b, c = abc
+    if w.mode == "weight-streaming" or c > 1:
+        return w.microbatches
+    return 1
+
+
+def estimate(workload, fabric, strategy=None, *, params=None, npu=None, microbatches=None,
+             samples_per_replica=None, mode=None, granularity=DEFAULT_GRANULARITY,
+             stream_steps=DEFAULT_STREAM_STEPS) -> Estimate:
+    """Simulate one training iteration of ``workload`` on ``fabric`` ("mesh", "fred-a".."fred-d")."""
+    from .topology import build_fabric
+
+    w = load_workload(workload)
+    if mode:
+        w = w.with_mode(mode)
+    fab = canonical_fabric(fabric)
+    p = params or default_params()
+    npu = npu or C.default_npu()
+    abc = parse_strategy(strategy or w.strategy, npus=p.npus)
+    m = _microbatches_for(w, abc, microbatches)
+    B = float(samples_per_replica or w.samples_per_replica)
+    topo = build_fabric(fab, p)
+    r = build_and_run(w, topo, abc, npu=npu, microbatches=m, samples_per_replica=B, granularity=granularity,
+                      stream_steps=stream_steps)
+    return Estimate(workload=w.name, fabric=fab, strategy=format_strategy(abc), mode=w.mode, microbatches=m,
+                    samples_per_replica=B, minibatch=B * abc[1], iteration_time=r.iteration_time,
+                    compute_time=r.compute_time, compute_busy=r.compute_busy, exposed=dict(r.exposed),
+                    comm_busy=dict(r.comm_busy), memory_per_npu=r.memory_per_npu,
+                    timing_source=r.timing_source or p.switch.source, tasks=r.tasks, sim_seconds=r.sim_seconds,
+                    paper_speedup=PAPER_SPEEDUPS.get(w.name, {}).get(fab), notes=list(r.notes))
+
+
+def resolve_workloads(names=None) -> list[str]:
+    if not names:
+        return list_workloads()
+    out = []
+    for n in names:
+        for part in str(n).split(","):
+            part = part.strip()
+            if part:
+                out.append(load_workload(part).name)
+    return out
+
+
+def resolve_fabrics(names=None) -> list[str]:
+    if not names:
+        return list(FABRIC_ORDER)
+    out = []
+    for n in names:
+        for part in str(n).split(","):
+            if part.strip():
+                f = canonical_fabric(part)
+                if f not in out:
+                    out.append(f)
+    return out
+
+
+def estimate_table(workloads=None, fabrics=None, strategy=None, **kw) -> list[Estimate]:
+    """Every workload x fabric; ``speedup`` relative to the mesh (simulated even if not listed)."""
+    wl = resolve_workloads(workloads)
+    fl = resolve_fabrics(fabrics)
+    rows = []
+    for wn in wl:
+        base = None
+        cells = {}
+        for f in (["mesh"] + [x for x in fl if x != "mesh"]):
+            cells[f] = estimate(wn, f, strategy, **kw)
+        base = cells["mesh"].iteration_time
+        for f in fl:
+            e = cells[f]
+            e.speedup = base / e.iteration_time if e.iteration_time > 0 else None
+            rows.append(e)
+    return rows
+
+
+def variant_display(name: str) -> str:
+    return variant(name).display
+
+
+__all__ = ["Estimate", "estimate", "estimate_table", "PAPER_SPEEDUPS", "FABRIC_ORDER", "KINDS"]

@@ -1,0 +1,217 @@
+"""Physical parameters of the wafer network model, as plain data.
+
+Every constant is defined exactly once, here, with its source:
+
+* ``FRED-SPEC §N`` -- the project's fact sheet (/work/shared/FRED-SPEC.md), i.e. the paper;
+* ``ours`` -- the paper is silent and this project decides (documented in docs/network.md).
+
+Units: bytes, seconds, bytes/second, hertz. ``GB = 1e9`` and ``TB = 1e12`` bytes (decimal),
+``GiB = 2**30`` bytes.
+
+The switch timing (:class:`SwitchTiming`) is a single field of :class:`WaferParams` so that the
+characterization flow (issue 6) can replace it with values read from a measured timing file::
+
+    p = dataclasses.replace(default_params(), switch=SwitchTiming(12, 1.0e9, 1.0, "build/fred-timing.json"))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+# ---- units -----------------------------------------------------------------------------------
+KB = 1e3
+MB = 1e6
+GB = 1e9
+TB = 1e12
+KiB = 2**10
+MiB = 2**20
+GiB = 2**30
+NS = 1e-9
+US = 1e-6
+
+# ---- the documented default set (each constant once, with its source) -------------------------
+NPU_COUNT = 20                    # FRED-SPEC §5: 20 NPUs per wafer
+MESH_ROWS = 5                     # FRED-SPEC §5: 5 x 4 mesh; ours: 5 rows of 4 NPUs, row-major ids
+MESH_COLS = 4                     #   (so NPUs 4k..4k+3 form one mesh row *and* one L1 switch)
+NPU_NET_BW = 3 * TB               # FRED-SPEC §5: 3 TB/s send + 3 TB/s receive per NPU
+NPU_HBM_BW = 3 * TB               # FRED-SPEC §5: 3 TB/s HBM per NPU
+MESH_LINK_BW = 750 * GB           # FRED-SPEC §5: 750 GB/s per NPU-NPU mesh link (3 TB/s / 4)
+IO_COUNT = 18                     # FRED-SPEC §5: 18 I/O controllers to off-wafer memory
+IO_BW = 128 * GB                  # FRED-SPEC §5: 128 GB/s each
+LINK_LATENCY = 20 * NS            # FRED-SPEC §5 (reconstructed): wafer link latency ~20 ns
+NPUS_PER_L1 = 4                   # FRED-SPEC §5: every 4 NPUs hang off one L1 switch (5 L1s)
+L1_L2_BW_LOW = 1.5 * TB           # FRED-SPEC §5: Fred-A/B L1<->L2 bandwidth per L1
+L1_L2_BW_HIGH = 12 * TB           # FRED-SPEC §5: Fred-C/D L1<->L2 bandwidth per L1
+# ours: the 18 I/O controllers are spread over the 5 L1 switches as evenly as possible (4,4,4,3,3)
+# and, on the mesh, one per free edge port of the edge NPUs (corner NPUs have two free ports:
+# 4 corners x 2 + 10 other edge NPUs x 1 = 18 = 2 * (5 + 4)).
+
+# ours: switch timing until issue 6 measures it from the RTL. A FRED_3(12) fabric is
+# R(6) -> FRED_3(6) -> D(6): R, R, FRED_3(3) (3 cell stages), D, D ~ 7 registered µSwitch
+# stages; plus input-port buffer, header decode and output register ~ 16 cycles per traversal
+# of one logical switch. Clock 1 GHz (the paper gives none). The cells are fully pipelined, one
+# beat per cycle per port in every mode (FRED-SPEC §2, ours), so in-switch collectives run at
+# link rate: 1.0 beat/cycle/port.
+SWITCH_LATENCY_CYCLES = 16
+SWITCH_CLOCK_HZ = 1.0e9
+SWITCH_BEATS_PER_CYCLE_PER_PORT = 1.0
+SWITCH_TIMING_SOURCE = "ours: documented default (16 cycles at 1 GHz, 1 beat/cycle/port); not yet measured"
+
+
+@dataclass(frozen=True)
+class SwitchTiming:
+    """Timing of one logical switch traversal.
+
+    * traversal latency = ``latency_cycles / clock_hz`` seconds, added per switch on a path;
+    * in-switch collective bandwidth = link bandwidth x ``beats_per_cycle_per_port`` (a flow that
+      reduces or multicasts inside a switch is capped at that rate on the switch's ports);
+    * ``source`` says where the numbers come from (a timing file path, or "ours: ...").
+    """
+
+    latency_cycles: float = SWITCH_LATENCY_CYCLES
+    clock_hz: float = SWITCH_CLOCK_HZ
+    beats_per_cycle_per_port: float = SWITCH_BEATS_PER_CYCLE_PER_PORT
+    source: str = SWITCH_TIMING_SOURCE
+
+    def __post_init__(self):
+        if not self.latency_cycles >= 0:
+            raise ValueError(f"switch latency_cycles must be >= 0, got {self.latency_cycles!r}")
+        if not self.clock_hz > 0:
+            raise ValueError(f"switch clock_hz must be > 0, got {self.clock_hz!r}")
+        if not self.beats_per_cycle_per_port > 0:
+            raise ValueError(f"switch beats_per_cycle_per_port must be > 0, got {self.beats_per_cycle_per_port!r}")
+
+    @property
+    def latency_s(self) -> float:
+        """Switch traversal latency in seconds."""
+        return self.latency_cycles / self.clock_hz
+
+    def collective_bandwidth(self, link_bw: float) -> float:
+        """In-switch collective bandwidth on a port of bandwidth ``link_bw`` (B/s)."""
+        return link_bw * self.beats_per_cycle_per_port
+
+
+ZERO_SWITCH_TIMING = SwitchTiming(0, 1.0e9, 1.0, "ours: ideal switch (no traversal latency), as in ASTRA-sim analytical")
+
+
+@dataclass(frozen=True)
+class WaferParams:
+    """One wafer: NPUs, links, I/O controllers and switch timing (defaults = FRED-SPEC §5)."""
+
+    npus: int = NPU_COUNT
+    mesh_rows: int = MESH_ROWS
+    mesh_cols: int = MESH_COLS
+    npu_net_bw: float = NPU_NET_BW          # per NPU, each direction (NPU <-> L1 link on FRED)
+    hbm_bw: float = NPU_HBM_BW
+    mesh_link_bw: float = MESH_LINK_BW      # per mesh link, each direction
+    io_count: int = IO_COUNT
+    io_bw: float = IO_BW                    # per I/O controller link, each direction
+    link_latency: float = LINK_LATENCY      # per wafer link hop
+    npus_per_l1: int = NPUS_PER_L1
+    switch: SwitchTiming = field(default_factory=SwitchTiming)
+
+    def __post_init__(self):
+        for name in ("npus", "mesh_rows", "mesh_cols", "io_count", "npus_per_l1"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and v > 0) and not (name == "io_count" and v == 0):
+                raise ValueError(f"WaferParams.{name} must be a positive integer, got {v!r}")
+        for name in ("npu_net_bw", "hbm_bw", "mesh_link_bw", "io_bw"):
+            v = getattr(self, name)
+            if not v > 0:
+                raise ValueError(f"WaferParams.{name} must be > 0, got {v!r}")
+        if not self.link_latency >= 0:
+            raise ValueError(f"WaferParams.link_latency must be >= 0, got {self.link_latency!r}")
+
+    @property
+    def l1_count(self) -> int:
+        return -(-self.npus // self.npus_per_l1)
+
+    def replace(self, **changes) -> "WaferParams":
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class FabricVariant:
+    """A wafer fabric choice (FRED-SPEC §5 table).
+
+    * ``kind``: "mesh" (5x4 2D mesh, X-Y routing) or "tree" (FRED 2-level tree);
+    * ``l1_l2_bw``: L1<->L2 bandwidth per L1, each direction (tree only);
+    * ``in_switch``: switches reduce and multicast (in-switch collectives);
+    * ``multicast``: the network can replicate a stream (tree: = in_switch; mesh: ours, the NPU
+      routers replicate, which FRED-SPEC §6's edge-I/O broadcast reasoning assumes);
+    * ``allreduce``: default All-Reduce algorithm for wafer-wide groups.
+    """
+
+    name: str
+    kind: str
+    l1_l2_bw: float | None
+    in_switch: bool
+    multicast: bool
+    allreduce: str
+    bisection: float
+    source: str
+
+    @property
+    def display(self) -> str:
+        return {"mesh": "Mesh", "fred-a": "Fred-A", "fred-b": "Fred-B", "fred-c": "Fred-C", "fred-d": "Fred-D"}.get(self.name, self.name)
+
+
+VARIANTS: dict[str, FabricVariant] = {
+    "mesh": FabricVariant("mesh", "mesh", None, False, True, "hier2d", 5 * MESH_LINK_BW,
+                          "FRED-SPEC §5 baseline: 5x4 mesh, 750 GB/s links, X-Y routing, bisection 3.75 TB/s"),
+    "fred-a": FabricVariant("fred-a", "tree", L1_L2_BW_LOW, False, False, "hier-ring", 3.75 * TB,
+                            "FRED-SPEC §5: Fred-A, 1.5 TB/s L1<->L2, no in-switch collectives"),
+    "fred-b": FabricVariant("fred-b", "tree", L1_L2_BW_LOW, True, True, "in-switch", 3.75 * TB,
+                            "FRED-SPEC §5: Fred-B, 1.5 TB/s L1<->L2, in-switch collectives"),
+    "fred-c": FabricVariant("fred-c", "tree", L1_L2_BW_HIGH, False, False, "hier-ring", 30 * TB,
+                            "FRED-SPEC §5: Fred-C, 12 TB/s L1<->L2, no in-switch collectives"),
+    "fred-d": FabricVariant("fred-d", "tree", L1_L2_BW_HIGH, True, True, "in-switch", 30 * TB,
+                            "FRED-SPEC §5: Fred-D, 12 TB/s L1<->L2, in-switch reduce L1->L2 + broadcast down"),
+}
+
+FABRICS = tuple(VARIANTS)
+
+_ALIASES = {"fred_a": "fred-a", "freda": "fred-a", "a": "fred-a", "fred_b": "fred-b", "fredb": "fred-b", "b": "fred-b",
+            "fred_c": "fred-c", "fredc": "fred-c", "c": "fred-c", "fred_d": "fred-d", "fredd": "fred-d", "d": "fred-d",
+            "2d-mesh": "mesh", "mesh2d": "mesh"}
+
+
+def canonical_fabric(name: str) -> str:
+    """Canonical fabric name ("Fred-C" -> "fred-c"); ValueError naming it if unknown."""
+    key = str(name).strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in VARIANTS:
+        raise ValueError(f"unknown fabric {name!r}; known fabrics: {', '.join(FABRICS)}")
+    return key
+
+
+def variant(name: str) -> FabricVariant:
+    """The :class:`FabricVariant` called ``name`` (case-insensitive; "Fred-D" works)."""
+    return VARIANTS[canonical_fabric(name)]
+
+
+def default_params() -> WaferParams:
+    """The one documented default parameter set (FRED-SPEC §5 plus our documented choices)."""
+    return WaferParams()
+
+
+#: name, value, unit, source -- for docs and `--json` output
+def parameter_table(params: WaferParams | None = None) -> list[tuple[str, float | str, str, str]]:
+    p = params or default_params()
+    return [
+        ("NPUs per wafer", p.npus, "", "FRED-SPEC §5"),
+        ("mesh shape (rows x cols)", f"{p.mesh_rows} x {p.mesh_cols}", "", "FRED-SPEC §5; row-major ids: ours"),
+        ("NPU network send = receive", p.npu_net_bw / TB, "TB/s", "FRED-SPEC §5"),
+        ("NPU HBM", p.hbm_bw / TB, "TB/s", "FRED-SPEC §5"),
+        ("mesh link (each direction)", p.mesh_link_bw / GB, "GB/s", "FRED-SPEC §5"),
+        ("I/O controllers", p.io_count, "", "FRED-SPEC §5"),
+        ("I/O controller bandwidth", p.io_bw / GB, "GB/s", "FRED-SPEC §5"),
+        ("wafer link latency", p.link_latency / NS, "ns", "FRED-SPEC §5 (reconstructed)"),
+        ("NPUs per L1 switch", p.npus_per_l1, "", "FRED-SPEC §5"),
+        ("L1<->L2 per L1, Fred-A/B", L1_L2_BW_LOW / TB, "TB/s", "FRED-SPEC §5"),
+        ("L1<->L2 per L1, Fred-C/D", L1_L2_BW_HIGH / TB, "TB/s", "FRED-SPEC §5"),
+        ("switch traversal latency", p.switch.latency_cycles, "cycles", p.switch.source),
+        ("switch clock", p.switch.clock_hz / 1e9, "GHz", p.switch.source),
+        ("in-switch collective rate", p.switch.beats_per_cycle_per_port, "beats/cycle/port", p.switch.source),
+    ]

@@ -1,0 +1,559 @@
+"""Network topologies as graphs of directed links with bandwidth and latency.
+
+* :class:`Topology`: nodes of kind "npu", "switch" or "io" (NPUs are always nodes
+  ``0 .. npus-1``, so NPU ids are node ids), directed links with bandwidth (B/s) and latency (s),
+  deterministic routing, capabilities (``multicast``, ``in_network_reduction``) and the switch
+  timing used for per-switch traversal latency.
+* :func:`build_fabric`: the wafer fabrics "mesh" (5 x 4 mesh, X-Y routing, 18 I/O controllers on
+  the free edge ports of the edge NPUs) and "fred-a" .. "fred-d" (2-level tree: 5 L1 switches x
+  4 NPUs, I/O controllers on the L1s, one L2 above; L1<->L2 bandwidth per variant).
+* Generic topologies for comparison with other tools: :func:`ring`, :func:`mesh2d`,
+  :func:`torus2d`, :func:`fully_connected`, :func:`single_switch`, :func:`tree2`, and the
+  ASTRA-sim-style multi-dimensional :func:`multidim` (``Ring``/``Switch``/``FullyConnected``
+  per dimension; see :mod:`fred.model.network_yaml`).
+* :func:`route`: the path (list of link ids) from one node to another.
+
+Routing: dimension-order for grids (dimension 0, i.e. X = column, first; shortest direction
+on rings, ties going +), up-to-the-common-ancestor-and-down for trees, BFS shortest path for
+anything built by hand.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from .params import FabricVariant, SwitchTiming, WaferParams, ZERO_SWITCH_TIMING, canonical_fabric, default_params, variant
+
+NODE_KINDS = ("npu", "switch", "io")
+
+
+class Topology:
+    """A directed graph of links. Build with :meth:`add_node` / :meth:`add_link` (NPUs first)."""
+
+    def __init__(self, name: str, *, multicast: bool = False, in_network_reduction: bool = False,
+                 timing: SwitchTiming | None = None, fabric: str | None = None):
+        self.name = name
+        self.fabric = fabric                  # "mesh", "fred-a", ... for the wafer fabrics
+        self.multicast = multicast
+        self.in_network_reduction = in_network_reduction
+        self.timing = timing if timing is not None else ZERO_SWITCH_TIMING
+        self.kinds: list[str] = []
+        self.names: list[str] = []
+        self._src: list[int] = []
+        self._dst: list[int] = []
+        self._bw: list[float] = []
+        self._lat: list[float] = []
+        self._link_of: dict[tuple[int, int], int] = {}
+        self._adj: list[list[int]] = []
+        self.meta: dict = {}
+        self.routing = "shortest"             # "grid", "tree" or "shortest"
+        self.io_nodes: list[int] = []
+        self._route_cache: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self._arrays = None
+        self._n_npu = 0
+
+    # ---- construction ------------------------------------------------------------------------
+    def add_node(self, kind: str, name: str | None = None) -> int:
+        if kind not in NODE_KINDS:
+            raise ValueError(f"unknown node kind {kind!r}; known: {', '.join(NODE_KINDS)}")
+        if kind == "npu" and any(k != "npu" for k in self.kinds):
+            raise ValueError("add all NPUs before switches and I/O controllers (NPU ids are node ids)")
+        nid = len(self.kinds)
+        if kind == "npu":
+            self._n_npu += 1
+        self.kinds.append(kind)
+        self.names.append(name or f"{kind}{nid}")
+        self._adj.append([])
+        if kind == "io":
+            self.io_nodes.append(nid)
+        self._arrays = None
+        return nid
+
+    def add_link(self, a: int, b: int, bw: float, latency: float, both: bool = True) -> int:
+        """Add a directed link a->b (and b->a if ``both``); returns the a->b link id."""
+        if not bw > 0:
+            raise ValueError(f"link {a}->{b}: bandwidth must be > 0, got {bw!r}")
+        if not latency >= 0:
+            raise ValueError(f"link {a}->{b}: latency must be >= 0, got {latency!r}")
+        lid = self._add1(a, b, bw, latency)
+        if both:
+            self._add1(b, a, bw, latency)
+        return lid
+
+    def _add1(self, a, b, bw, lat):
+        n = len(self.kinds)
+        if not (0 <= a < n and 0 <= b < n) or a == b:
+            raise ValueError(f"bad link {a}->{b} in topology {self.name!r} with {n} nodes")
+        if (a, b) in self._link_of:
+            raise ValueError(f"duplicate link {a}->{b} in topology {self.name!r}")
+        lid = len(self._src)
+        self._src.append(a)
+        self._dst.append(b)
+        self._bw.append(float(bw))
+        self._lat.append(float(lat))
+        self._link_of[(a, b)] = lid
+        self._adj[a].append(b)
+        self._arrays = None
+        self._route_cache.clear()
+        return lid
+
+    # ---- queries -----------------------------------------------------------------------------
+    @property
+    def num_nodes(self) -> int:
+        return len(self.kinds)
+
+    @property
+    def num_links(self) -> int:
+        return len(self._src)
+
+    @property
+    def npus(self) -> int:
+        """Number of NPUs (nodes 0 .. npus-1)."""
+        return self._n_npu
+
+    @property
+    def npu_ids(self) -> list[int]:
+        return list(range(self.npus))
+
+    def _arr(self):
+        if self._arrays is None:
+            self._arrays = (np.asarray(self._src, dtype=np.int64), np.asarray(self._dst, dtype=np.int64),
+                            np.asarray(self._bw, dtype=float), np.asarray(self._lat, dtype=float),
+                            np.asarray([k == "switch" for k in self.kinds], dtype=bool))
+        return self._arrays
+
+    @property
+    def link_src(self) -> np.ndarray:
+        return self._arr()[0]
+
+    @property
+    def link_dst(self) -> np.ndarray:
+        return self._arr()[1]
+
+    @property
+    def link_bw(self) -> np.ndarray:
+        return self._arr()[2]
+
+    @property
+    def link_latency(self) -> np.ndarray:
+        return self._arr()[3]
+
+    @property
+    def is_switch(self) -> np.ndarray:
+        return self._arr()[4]
+
+    def link(self, a: int, b: int) -> int:
+        try:
+            return self._link_of[(a, b)]
+        except KeyError:
+            raise ValueError(f"no link {a}->{b} in topology {self.name!r}") from None
+
+    def link_name(self, lid: int) -> str:
+        return f"{self.names[self._src[lid]]}->{self.names[self._dst[lid]]}"
+
+    def links(self):
+        """Iterate (link id, src, dst, bandwidth B/s, latency s)."""
+        for i in range(self.num_links):
+            yield i, self._src[i], self._dst[i], self._bw[i], self._lat[i]
+
+    def check_node(self, n, what="node") -> int:
+        try:
+            v = int(n)
+        except (TypeError, ValueError):
+            raise ValueError(f"{what} {n!r} is not an integer") from None
+        if v != n or not 0 <= v < self.num_nodes:
+            raise ValueError(f"{what} {n!r} outside topology {self.name!r} (nodes 0..{self.num_nodes - 1})")
+        return v
+
+    def check_npus(self, group, what="group") -> list[int]:
+        """Validate a list of NPU ids; ValueError naming the first bad one."""
+        out = []
+        seen = set()
+        for n in group:
+            try:
+                v = int(n)
+            except (TypeError, ValueError):
+                raise ValueError(f"NPU {n!r} in {what} is not an integer") from None
+            if v != n or not 0 <= v < self.npus:
+                raise ValueError(f"NPU {n!r} in {what} outside topology {self.name!r} (NPUs 0..{self.npus - 1})")
+            if v in seen:
+                raise ValueError(f"NPU {v} appears twice in {what}")
+            seen.add(v)
+            out.append(v)
+        return out
+
+    def describe(self) -> str:
+        kinds = {k: self.kinds.count(k) for k in NODE_KINDS if k in self.kinds}
+        return f"{self.name}: " + ", ".join(f"{v} {k}" for k, v in kinds.items()) + f", {self.num_links} directed links"
+
+    # ---- routing -----------------------------------------------------------------------------
+    def path_nodes(self, src: int, dst: int, order=None) -> list[int]:
+        """Node sequence from src to dst (inclusive)."""
+        return list(self._route(src, dst, order)[1])
+
+    def path(self, src: int, dst: int, order=None) -> tuple[int, ...]:
+        """Link ids from src to dst. ``order``: dimension order on grids (default (0, 1, ...) = X-Y)."""
+        return self._route(src, dst, order)[0]
+
+    def _route(self, src, dst, order=None):
+        key = (src, dst) if order is None else (src, dst, tuple(order))
+        r = self._route_cache.get(key)
+        if r is None:
+            src = self.check_node(src, "source")
+            dst = self.check_node(dst, "destination")
+            if src == dst:
+                nodes = [src]
+            elif self.routing == "grid":
+                nodes = _grid_route(self, src, dst, order)
+            elif self.routing == "tree":
+                nodes = _tree_route(self, src, dst)
+            else:
+                nodes = _bfs_route(self, src, dst)
+            links = tuple(self.link(a, b) for a, b in zip(nodes, nodes[1:]))
+            r = (links, tuple(nodes))
+            self._route_cache[key] = r
+        return r
+
+    def path_latency(self, src: int, dst: int, timing: SwitchTiming | None = None, order=None) -> float:
+        """Sum of link latencies plus the switch traversal latency per switch on the path."""
+        links, nodes = self._route(src, dst, order)
+        t = timing or self.timing
+        nsw = sum(1 for n in nodes[1:-1] if self.kinds[n] == "switch")
+        return float(sum(self._lat[l] for l in links)) + nsw * t.latency_s
+
+
+def route(topo: Topology, src: int, dst: int) -> list[int]:
+    """Path from ``src`` to ``dst`` as a list of link ids (empty when src == dst)."""
+    return list(topo.path(src, dst))
+
+
+# ---- routing helpers ---------------------------------------------------------------------------
+def _bfs_route(topo, src, dst):
+    prev = {src: None}
+    q = deque([src])
+    while q:
+        u = q.popleft()
+        if u == dst:
+            break
+        for v in topo._adj[u]:
+            if v not in prev:
+                prev[v] = u
+                q.append(v)
+    if dst not in prev:
+        raise ValueError(f"no path from {topo.names[src]} to {topo.names[dst]} in topology {topo.name!r}")
+    nodes = [dst]
+    while nodes[-1] != src:
+        nodes.append(prev[nodes[-1]])
+    return nodes[::-1]
+
+
+def _tree_route(topo, src, dst):
+    parent = topo.meta["parent"]
+    up = [src]
+    while parent.get(up[-1]) is not None:
+        up.append(parent[up[-1]])
+    down = [dst]
+    while parent.get(down[-1]) is not None:
+        down.append(parent[down[-1]])
+    anc = {n: i for i, n in enumerate(up)}
+    for j, n in enumerate(down):
+        if n in anc:
+            return up[: anc[n] + 1] + down[:j][::-1]
+    raise ValueError(f"no path from {topo.names[src]} to {topo.names[dst]} in topology {topo.name!r}")
+
+
+def _grid_route(topo, src, dst, order=None):
+    """Dimension-order routing over topo.meta["dims"] (``order``: dimension sequence, default
+    0, 1, ...); I/O nodes hop to/from their NPU."""
+    attach = topo.meta.get("io_attach", {})
+    prefix, suffix = [], []
+    if topo.kinds[src] == "io":
+        prefix = [src]
+        src = attach[src]
+    if topo.kinds[dst] == "io":
+        suffix = [dst]
+        dst = attach[dst]
+    if topo.kinds[src] != "npu" or topo.kinds[dst] != "npu":
+        return _bfs_route(topo, prefix[0] if prefix else src, suffix[0] if suffix else dst)
+    dims = topo.meta["dims"]
+    cur = list(_coords(src, dims))
+    goal = _coords(dst, dims)
+    nodes = [src]
+    seq = range(len(dims)) if order is None else order
+    for d in seq:
+        kind, n, stride, switches = dims[d]
+        if cur[d] == goal[d]:
+            continue
+        base = _index(cur, dims) - cur[d] * stride
+        if kind == "ring":
+            fwd = (goal[d] - cur[d]) % n
+            step = 1 if fwd <= n - fwd else -1
+            while cur[d] != goal[d]:
+                cur[d] = (cur[d] + step) % n
+                nodes.append(base + cur[d] * stride)
+        elif kind == "line":
+            step = 1 if goal[d] > cur[d] else -1
+            while cur[d] != goal[d]:
+                cur[d] += step
+                nodes.append(base + cur[d] * stride)
+        elif kind == "switch":
+            line = _line_id(cur, dims, d)
+            nodes.append(switches[line])
+            cur[d] = goal[d]
+            nodes.append(base + cur[d] * stride)
+        elif kind == "fc":
+            cur[d] = goal[d]
+            nodes.append(base + cur[d] * stride)
+        else:  # pragma: no cover
+            raise ValueError(f"unknown dimension kind {kind!r}")
+    return prefix + nodes + suffix
+
+
+def _coords(nid, dims):
+    out = []
+    for _, n, _, _ in dims:
+        out.append(nid % n)
+        nid //= n
+    return out
+
+
+def _index(coords, dims):
+    return sum(c * stride for c, (_, _, stride, _) in zip(coords, dims))
+
+
+def _line_id(coords, dims, d):
+    """Index of the line along dimension d through ``coords`` (other coordinates, mixed radix)."""
+    lid, mul = 0, 1
+    for i, (_, n, _, _) in enumerate(dims):
+        if i == d:
+            continue
+        lid += coords[i] * mul
+        mul *= n
+    return lid
+
+
+# ---- generic builders --------------------------------------------------------------------------
+_DIM_KINDS = {"ring": "ring", "line": "line", "mesh": "line", "switch": "switch", "fc": "fc",
+              "fullyconnected": "fc", "fully_connected": "fc", "fully-connected": "fc"}
+
+
+def multidim(dims, name: str | None = None, *, multicast: bool = False, in_network_reduction: bool = False,
+             timing: SwitchTiming | None = None) -> Topology:
+    """Multi-dimensional topology, ASTRA-sim style.
+
+    ``dims`` = [(kind, npus, bandwidth B/s, latency s), ...] with kind in ring, line (mesh row
+    without wrap-around), switch, fc (fully connected). NPU id = sum(coord_d * stride_d) with
+    dimension 0 varying fastest. Every link is bidirectional with the dimension's bandwidth in
+    each direction; a Switch dimension has one switch per line, NPU<->switch links.
+    """
+    spec = []
+    for i, d in enumerate(dims):
+        if len(d) != 4:
+            raise ValueError(f"dimension {i}: expected (kind, npus, bandwidth, latency), got {d!r}")
+        kind, n, bw, lat = d
+        k = _DIM_KINDS.get(str(kind).strip().lower())
+        if k is None:
+            raise ValueError(f"unknown topology kind {kind!r} in dimension {i}; known: Ring, Switch, FullyConnected")
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"dimension {i}: npus count must be a positive integer, got {n!r}")
+        if not (isinstance(bw, (int, float)) and bw > 0):
+            raise ValueError(f"dimension {i}: bandwidth must be > 0, got {bw!r}")
+        if not (isinstance(lat, (int, float)) and lat >= 0):
+            raise ValueError(f"dimension {i}: latency must be >= 0, got {lat!r}")
+        spec.append((k, int(n), float(bw), float(lat)))
+    if not spec:
+        raise ValueError("topology needs at least one dimension")
+    total = int(np.prod([s[1] for s in spec]))
+    name = name or "x".join(f"{k}({n})" for k, n, _, _ in spec)
+    topo = Topology(name, multicast=multicast, in_network_reduction=in_network_reduction,
+                    timing=timing if timing is not None else ZERO_SWITCH_TIMING)
+    for i in range(total):
+        topo.add_node("npu", f"npu{i}")
+    strides = []
+    s = 1
+    for _, n, _, _ in spec:
+        strides.append(s)
+        s *= n
+    dims_meta = []
+    for d, (kind, n, bw, lat) in enumerate(spec):
+        stride = strides[d]
+        switches = []
+        nlines = total // n
+        for line in range(nlines):
+            # members of this line: enumerate other coordinates in mixed radix order
+            rem, coords = line, []
+            for i, (_, ni, _, _) in enumerate(spec):
+                if i == d:
+                    coords.append(0)
+                else:
+                    coords.append(rem % ni)
+                    rem //= ni
+            base = sum(c * st for c, st in zip(coords, strides))
+            members = [base + j * stride for j in range(n)]
+            if n == 1:
+                switches.append(None)
+                continue
+            if kind in ("ring", "line"):
+                for j in range(n - 1):
+                    topo.add_link(members[j], members[j + 1], bw, lat)
+                if kind == "ring" and n > 2:
+                    topo.add_link(members[-1], members[0], bw, lat)
+                switches.append(None)
+            elif kind == "switch":
+                sw = topo.add_node("switch", f"sw{d}.{line}")
+                for m in members:
+                    topo.add_link(m, sw, bw, lat)
+                switches.append(sw)
+            else:
+                for a in range(n):
+                    for b in range(a + 1, n):
+                        topo.add_link(members[a], members[b], bw, lat)
+                switches.append(None)
+        dims_meta.append((kind, n, stride, switches))
+    topo.meta["dims"] = dims_meta
+    topo.meta["dim_spec"] = spec
+    topo.routing = "grid"
+    return topo
+
+
+def ring(n: int, bw: float, latency: float = 0.0, name: str | None = None) -> Topology:
+    """Bidirectional ring of ``n`` NPUs, ``bw`` B/s per direction per link."""
+    return multidim([("ring", n, bw, latency)], name or f"ring({n})")
+
+
+def mesh2d(rows: int, cols: int, bw: float, latency: float = 0.0, name: str | None = None, **kw) -> Topology:
+    """``rows`` x ``cols`` 2D mesh, row-major NPU ids (id = r*cols + c), X-Y routing."""
+    return multidim([("line", cols, bw, latency), ("line", rows, bw, latency)], name or f"mesh({rows}x{cols})", **kw)
+
+
+def torus2d(rows: int, cols: int, bw: float, latency: float = 0.0, name: str | None = None) -> Topology:
+    """``rows`` x ``cols`` 2D torus, row-major NPU ids, dimension-order shortest routing."""
+    return multidim([("ring", cols, bw, latency), ("ring", rows, bw, latency)], name or f"torus({rows}x{cols})")
+
+
+def fully_connected(n: int, bw: float, latency: float = 0.0, name: str | None = None) -> Topology:
+    return multidim([("fc", n, bw, latency)], name or f"fully-connected({n})")
+
+
+def single_switch(n: int, bw: float, latency: float = 0.0, name: str | None = None, *, in_switch: bool = False,
+                  timing: SwitchTiming | None = None) -> Topology:
+    """``n`` NPUs on one switch. ``in_switch``: the switch reduces and multicasts (FRED-like)."""
+    t = multidim([("switch", n, bw, latency)], name or f"switch({n})", multicast=in_switch,
+                 in_network_reduction=in_switch, timing=timing)
+    # a single switch is also a tree: allows tree-style in-switch algorithms
+    sw = t.meta["dims"][0][3][0]
+    t.meta["parent"] = {i: sw for i in range(n)}
+    t.meta["parent"][sw] = None
+    t.meta["l1_of"] = [0] * n
+    t.meta["l1_nodes"] = [sw]
+    t.meta["root"] = sw
+    return t
+
+
+def tree2(l1_count: int, npus_per_l1: int, npu_bw: float, up_bw: float, latency: float = 0.0, *,
+          io_count: int = 0, io_bw: float = 0.0, in_switch: bool = False, timing: SwitchTiming | None = None,
+          name: str | None = None, fabric: str | None = None) -> Topology:
+    """2-level tree: ``l1_count`` L1 switches with ``npus_per_l1`` NPUs each, one L2 above.
+
+    NPU i hangs off L1 ``i // npus_per_l1`` with ``npu_bw`` per direction; each L1<->L2 link has
+    ``up_bw`` per direction; I/O controller k attaches to L1 ``k % l1_count`` with ``io_bw``.
+    """
+    for nm, v in (("l1_count", l1_count), ("npus_per_l1", npus_per_l1)):
+        if not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"tree {nm} must be a positive integer, got {v!r}")
+    topo = Topology(name or f"tree({l1_count}x{npus_per_l1})", multicast=in_switch,
+                    in_network_reduction=in_switch, timing=timing, fabric=fabric)
+    n = l1_count * npus_per_l1
+    for i in range(n):
+        topo.add_node("npu", f"npu{i}")
+    l1s = [topo.add_node("switch", f"L1.{j}") for j in range(l1_count)]
+    parent = {}
+    if l1_count > 1:
+        l2 = topo.add_node("switch", "L2")
+        parent[l2] = None
+        for s in l1s:
+            topo.add_link(s, l2, up_bw, latency)
+            parent[s] = l2
+        root = l2
+    else:
+        parent[l1s[0]] = None
+        root = l1s[0]
+    for i in range(n):
+        topo.add_link(i, l1s[i // npus_per_l1], npu_bw, latency)
+        parent[i] = l1s[i // npus_per_l1]
+    io_attach = {}
+    for k in range(io_count):
+        io = topo.add_node("io", f"io{k}")
+        s = l1s[k % l1_count]
+        topo.add_link(io, s, io_bw, latency)
+        parent[io] = s
+        io_attach[io] = s
+    topo.meta.update(parent=parent, l1_of=[i // npus_per_l1 for i in range(n)], l1_nodes=l1s, root=root,
+                     io_attach=io_attach, npus_per_l1=npus_per_l1)
+    topo.routing = "tree"
+    return topo
+
+
+# ---- the wafer fabrics -------------------------------------------------------------------------
+def build_fabric(name: str, params: WaferParams | None = None) -> Topology:
+    """The wafer fabric ``name`` ("mesh", "fred-a" .. "fred-d") with ``params`` (default set)."""
+    p = params or default_params()
+    v: FabricVariant = variant(name)
+    if v.kind == "mesh":
+        return _build_mesh(p, v)
+    if p.npus % p.npus_per_l1:
+        raise ValueError(f"{p.npus} NPUs do not split into L1 switches of {p.npus_per_l1}")
+    topo = tree2(p.l1_count, p.npus_per_l1, p.npu_net_bw, v.l1_l2_bw, p.link_latency, io_count=p.io_count,
+                 io_bw=p.io_bw, in_switch=v.in_switch, timing=p.switch, name=v.display, fabric=v.name)
+    topo.meta["variant"] = v
+    topo.meta["params"] = p
+    return topo
+
+
+def _build_mesh(p: WaferParams, v: FabricVariant) -> Topology:
+    if p.mesh_rows * p.mesh_cols != p.npus:
+        raise ValueError(f"mesh {p.mesh_rows} x {p.mesh_cols} does not hold {p.npus} NPUs")
+    topo = mesh2d(p.mesh_rows, p.mesh_cols, p.mesh_link_bw, p.link_latency, name=v.display,
+                  multicast=v.multicast, in_network_reduction=v.in_switch, timing=p.switch)
+    topo.fabric = v.name
+    # free edge ports, in row-major NPU order: north, south, west, east
+    free = []
+    R, C = p.mesh_rows, p.mesh_cols
+    for r in range(R):
+        for c in range(C):
+            nid = r * C + c
+            for port, edge in (("N", r == 0), ("S", r == R - 1), ("W", c == 0), ("E", c == C - 1)):
+                if edge:
+                    free.append((nid, port))
+    attach, ports = {}, {}
+    for k in range(p.io_count):
+        npu, port = free[k % len(free)] if free else (0, "N")
+        io = topo.add_node("io", f"io{k}.{port}{npu}")
+        topo.add_link(io, npu, p.io_bw, p.link_latency)
+        attach[io] = npu
+        ports[io] = port
+    topo.meta["io_attach"] = attach
+    topo.meta["io_port"] = ports
+    topo.meta["grid"] = (R, C)
+    topo.meta["variant"] = v
+    topo.meta["params"] = p
+    return topo
+
+
+def fabric_names() -> tuple[str, ...]:
+    from .params import FABRICS
+    return FABRICS
+
+
+def resolve(topo_or_name, params: WaferParams | None = None) -> Topology:
+    """A Topology from a Topology, a fabric name, or a path to an ASTRA-sim YAML file."""
+    if isinstance(topo_or_name, Topology):
+        return topo_or_name
+    s = str(topo_or_name)
+    if s.endswith((".yml", ".yaml")):
+        from .network_yaml import load_topology
+        return load_topology(s)
+    canonical_fabric(s)
+    return build_fabric(s, params)

@@ -1,0 +1,310 @@
+"""Training workloads: loading, validation and per-layer derivation.
+
+Each workload is a YAML file in ``model/data/`` that cites its source and gives either a
+published shape (transformers: layers, hidden size, heads, sequence length, vocabulary; ResNet:
+stem, bottleneck stages) from which the layers are derived here, or an explicit ``layer_list``.
+
+Per layer (per training *sample*, i.e. one image or one sequence) we derive:
+
+* ``fwd_flops`` / ``bwd_flops`` -- forward and backward FLOPs (backward = input gradient +
+  weight gradient = 2x forward for matrix products and convolutions);
+* ``params`` -- parameter count (bytes = params x ``dtype_bytes``);
+* ``act_bytes`` -- bytes of the layer's output activation (what crosses a PP boundary, and the
+  size of a Megatron MP All-Reduce after the layer);
+* ``fwd_mem_bytes`` -- activation bytes read + written in forward (HBM traffic for the
+  roofline; backward traffic is taken as 2x forward);
+* ``mp_ar_fwd`` / ``mp_ar_bwd`` -- MP All-Reduces after the layer in forward / backward.
+
+Transformers follow Megatron-LM (Shoeybi et al. 2019; Narayanan et al. SC'21): every layer is
+an attention block (4d^2 + 6d params; 8sd^2 + 4s^2d forward FLOPs) and an MLP block
+(8d^2 + 7d params; 16sd^2 FLOPs), each followed by one All-Reduce in forward and one in
+backward -- 2 + 2 per layer; embeddings (V d + s d) are tied with the output logits
+(2 s d V forward FLOPs).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from fred import FredError
+
+DATA_DIR = Path(__file__).with_name("data")
+MODES = ("weight-stationary", "weight-streaming")
+
+
+@dataclass(frozen=True)
+class Layer:
+    name: str
+    kind: str
+    fwd_flops: float          # per sample
+    bwd_flops: float          # per sample
+    params: float
+    act_bytes: float          # output activation bytes per sample
+    fwd_mem_bytes: float      # activation bytes read + written in forward, per sample
+    mp_ar_fwd: int = 0
+    mp_ar_bwd: int = 0
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    title: str
+    source: str
+    kind: str
+    layers: tuple
+    dtype_bytes: int
+    input_bytes_per_sample: float
+    mode: str
+    strategy: str
+    microbatches: int
+    samples_per_replica: float
+    published_params: float | None = None
+    sweep_microbatches: object = None
+    shape: dict = field(default_factory=dict)
+    path: str = ""
+
+    @property
+    def params(self) -> float:
+        return sum(l.params for l in self.layers)
+
+    @property
+    def param_bytes(self) -> float:
+        return self.params * self.dtype_bytes
+
+    @property
+    def fwd_flops(self) -> float:
+        """Forward FLOPs per sample."""
+        return sum(l.fwd_flops for l in self.layers)
+
+    @property
+    def bwd_flops(self) -> float:
+        return sum(l.bwd_flops for l in self.layers)
+
+    def with_mode(self, mode: str) -> "Workload":
+        from dataclasses import replace
+        return replace(self, mode=_check_mode(mode, self.name))
+
+
+def _check_mode(mode, where):
+    m = str(mode).strip().lower().replace("_", "-")
+    m = {"stationary": "weight-stationary", "ws": "weight-stationary", "streaming": "weight-streaming",
+         "stream": "weight-streaming"}.get(m, m)
+    if m not in MODES:
+        raise FredError(f"{where}: unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    return m
+
+
+# ---- derivations -------------------------------------------------------------------------------
+
+def transformer_layers(L: int, d: int, heads: int, s: int, V: int, ffn_mult: float = 4,
+                       dtype_bytes: int = 2) -> list[Layer]:
+    """Megatron-LM layers of a decoder transformer (per sample = one sequence of ``s`` tokens)."""
+    b = dtype_bytes
+    f = ffn_mult * d
+    out = [Layer("embedding", "embedding", fwd_flops=0.0, bwd_flops=0.0, params=V * d + s * d,
+                 act_bytes=s * d * b, fwd_mem_bytes=2 * s * d * b, mp_ar_fwd=1, mp_ar_bwd=0)]
+    attn_params = 4 * d * d + 4 * d + 2 * d                     # QKV + proj (+bias) + layer norm
+    mlp_params = 2 * d * f + f + d + 2 * d                       # fc1 + fc2 (+bias) + layer norm
+    attn_flops = 8 * s * d * d + 4 * s * s * d                  # QKV, proj; QK^T and attn x V
+    mlp_flops = 4 * s * d * f
+    # forward activation traffic: block input + output (s d each), QKV/context (4 s d),
+    # scores and probabilities (2 x heads x s^2, written and read), MLP hidden (f s, written+read)
+    attn_mem = (2 * s * d + 4 * s * d + 4 * heads * s * s) * b
+    mlp_mem = (2 * s * d + 2 * s * f) * b
+    for i in range(L):
+        out.append(Layer(f"layer{i}.attn", "attention", attn_flops, 2 * attn_flops, attn_params,
+                         s * d * b, attn_mem, 1, 1))
+        out.append(Layer(f"layer{i}.mlp", "mlp", mlp_flops, 2 * mlp_flops, mlp_params, s * d * b, mlp_mem, 1, 1))
+    # output logits with weights tied to the embedding (no extra parameters); final layer norm
+    out.append(Layer("logits", "logits", 2 * s * d * V, 4 * s * d * V, 2 * d, s * d * b,
+                     (s * d + 2 * s * V) * b, 0, 1))
+    return out
+
+
+def _conv(name, cin, cout, k, stride, h, w, b, kind="conv", bn=True, pad=None):
+    pad = (k // 2) if pad is None else pad
+    ho = (h + 2 * pad - k) // stride + 1
+    wo = (w + 2 * pad - k) // stride + 1
+    macs = cout * ho * wo * cin * k * k
+    params = cout * cin * k * k + (2 * cout if bn else 0)
+    in_b, out_b = cin * h * w * b, cout * ho * wo * b
+    # conv reads its input, writes its output; batch norm + ReLU read and write it again
+    mem = in_b + out_b + (2 * out_b if bn else 0)
+    return Layer(name, kind, 2.0 * macs, 4.0 * macs, params, out_b, mem, 1, 1), ho, wo
+
+
+def resnet_layers(spec: dict, dtype_bytes: int = 2) -> list[Layer]:
+    """Bottleneck ResNet layers (He et al. 2016, Table 1) from stem + stage shapes."""
+    b = dtype_bytes
+    c, h, w = (int(v) for v in spec["image"])
+    stem = spec["stem"]
+    out = []
+    l, h, w = _conv("conv1", c, stem["channels"], stem["kernel"], stem["stride"], h, w, b)
+    out.append(l)
+    c = stem["channels"]
+    pk, ps = stem["pool_kernel"], stem["pool_stride"]
+    hp, wp = (h + 2 * (pk // 2) - pk) // ps + 1, (w + 2 * (pk // 2) - pk) // ps + 1
+    out.append(Layer("maxpool", "pool", c * hp * wp * pk * pk, c * hp * wp * pk * pk, 0, c * hp * wp * b,
+                     (c * h * w + c * hp * wp) * b, 0, 0))
+    h, w = hp, wp
+    exp = int(spec.get("expansion", 4))
+    for si, st in enumerate(spec["stages"]):
+        width = int(st["width"])
+        for bi in range(int(st["blocks"])):
+            stride = int(st["stride"]) if bi == 0 else 1
+            pre = f"stage{si + 1}.block{bi}"
+            l1, h1, w1 = _conv(pre + ".conv1", c, width, 1, 1, h, w, b)
+            l2, h2, w2 = _conv(pre + ".conv2", width, width, 3, stride, h1, w1, b)
+            l3, h3, w3 = _conv(pre + ".conv3", width, width * exp, 1, 1, h2, w2, b)
+            out += [l1, l2, l3]
+            if bi == 0:
+                ld, _, _ = _conv(pre + ".downsample", c, width * exp, 1, stride, h, w, b)
+                out.append(ld)
+            # residual add + ReLU: read two tensors, write one
+            out.append(Layer(pre + ".add", "eltwise", width * exp * h3 * w3, width * exp * h3 * w3, 0,
+                             width * exp * h3 * w3 * b, 3 * width * exp * h3 * w3 * b, 0, 0))
+            c, h, w = width * exp, h3, w3
+    out.append(Layer("avgpool", "pool", c * h * w, c * h * w, 0, c * b, (c * h * w + c) * b, 0, 0))
+    k = int(spec["classes"])
+    out.append(Layer("fc", "fc", 2.0 * c * k, 4.0 * c * k, c * k + k, k * b, (c + k) * b, 1, 1))
+    return out
+
+
+# ---- loading -----------------------------------------------------------------------------------
+
+def _req(raw, key, where, kind=None):
+    if key not in raw:
+        raise FredError(f"workload {where}: missing field {key!r}")
+    v = raw[key]
+    if kind is not None:
+        try:
+            v = kind(v)
+        except (TypeError, ValueError):
+            raise FredError(f"workload {where}: field {key!r} = {raw[key]!r} is not a {kind.__name__}") from None
+        if kind in (int, float) and not v > 0:
+            raise FredError(f"workload {where}: field {key!r} must be > 0, got {raw[key]!r}")
+    return v
+
+
+def list_workloads() -> list[str]:
+    """Names of the bundled workloads (file stems' ``name`` fields), in a fixed order."""
+    order = ["resnet-152", "transformer-17b", "gpt3-175b", "transformer-1t"]
+    names = []
+    for p in sorted(DATA_DIR.glob("*.yml")):
+        try:
+            raw = yaml.safe_load(p.read_text())
+        except yaml.YAMLError:
+            continue
+        if isinstance(raw, dict) and "kind" in raw and "name" in raw:
+            names.append(str(raw["name"]))
+    return sorted(names, key=lambda n: (order.index(n) if n in order else len(order), n))
+
+
+_ALIASES = {"resnet152": "resnet-152", "resnet": "resnet-152", "t17b": "transformer-17b", "transformer17b": "transformer-17b",
+            "17b": "transformer-17b", "gpt3": "gpt3-175b", "gpt-3": "gpt3-175b", "gpt3-175b": "gpt3-175b",
+            "gpt-3-175b": "gpt3-175b", "t1t": "transformer-1t", "transformer1t": "transformer-1t", "1t": "transformer-1t"}
+
+
+def _find(name: str) -> Path:
+    if os.sep in name or name.endswith((".yml", ".yaml")):
+        p = Path(name)
+        if not p.is_file():
+            raise FredError(f"workload file {name!r} not found")
+        return p
+    key = name.strip().lower()
+    key = _ALIASES.get(key, key)
+    for p in sorted(DATA_DIR.glob("*.yml")):
+        try:
+            raw = yaml.safe_load(p.read_text())
+        except yaml.YAMLError:
+            continue
+        if isinstance(raw, dict) and str(raw.get("name", "")).lower() == key:
+            return p
+    raise FredError(f"unknown workload {name!r}; known workloads: {', '.join(list_workloads())}")
+
+
+def load_workload(name) -> Workload:
+    """Load a bundled workload by name (``resnet-152``, ``transformer-17b``, ``gpt3-175b``,
+    ``transformer-1t``; aliases like ``gpt3`` work) or a YAML file path."""
+    if isinstance(name, Workload):
+        return name
+    path = _find(str(name))
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise FredError(f"workload {path}: malformed YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(raw, dict):
+        raise FredError(f"workload {path}: expected a mapping at top level")
+    return workload_from_dict(raw, str(path))
+
+
+def workload_from_dict(raw: dict, where: str = "<dict>") -> Workload:
+    name = str(_req(raw, "name", where))
+    kind = str(_req(raw, "kind", where)).lower()
+    b = _req(raw, "dtype_bytes", where, int) if "dtype_bytes" in raw else 2
+    shape = {}
+    if kind == "transformer":
+        for k in ("layers", "hidden", "heads", "seq", "vocab"):
+            shape[k] = _req(raw, k, where, int)
+        shape["ffn_mult"] = float(raw.get("ffn_mult", 4))
+        if shape["hidden"] % shape["heads"]:
+            raise FredError(f"workload {where}: hidden {shape['hidden']} is not a multiple of heads {shape['heads']}")
+        layers = transformer_layers(shape["layers"], shape["hidden"], shape["heads"], shape["seq"], shape["vocab"],
+                                    shape["ffn_mult"], b)
+    elif kind == "resnet":
+        for k in ("image", "stem", "stages", "classes"):
+            shape[k] = _req(raw, k, where)
+        try:
+            layers = resnet_layers(raw, b)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FredError(f"workload {where}: bad ResNet shape ({exc})") from None
+    elif kind == "layers":
+        layers = []
+        for i, l in enumerate(_req(raw, "layer_list", where)):
+            try:
+                layers.append(Layer(str(l.get("name", f"l{i}")), str(l.get("kind", "layer")), float(l["fwd_flops"]),
+                                    float(l.get("bwd_flops", 2 * float(l["fwd_flops"]))), float(l["params"]),
+                                    float(l["act_bytes"]), float(l.get("fwd_mem_bytes", 2 * float(l["act_bytes"]))),
+                                    int(l.get("mp_ar_fwd", 0)), int(l.get("mp_ar_bwd", 0))))
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise FredError(f"workload {where}: bad layer #{i} ({exc})") from None
+        if not layers:
+            raise FredError(f"workload {where}: layer_list is empty")
+    else:
+        raise FredError(f"workload {where}: unknown kind {kind!r}; expected transformer, resnet or layers")
+    for l in layers:
+        if min(l.fwd_flops, l.bwd_flops, l.params, l.act_bytes, l.fwd_mem_bytes) < 0:
+            raise FredError(f"workload {where}: layer {l.name} has a negative size")
+    sweep = raw.get("sweep_microbatches")
+    if isinstance(sweep, dict):
+        sweep = {int(k): int(v) for k, v in sweep.items()}
+    return Workload(
+        name=name, title=str(raw.get("title", name)), source=str(raw.get("source", "")), kind=kind,
+        layers=tuple(layers), dtype_bytes=b,
+        input_bytes_per_sample=float(raw.get("input_bytes_per_sample", 0.0)),
+        mode=_check_mode(raw.get("mode", "weight-stationary"), where),
+        strategy=str(raw.get("strategy", "MP(1)-DP(20)-PP(1)")),
+        microbatches=_req(raw, "microbatches", where, int) if "microbatches" in raw else 1,
+        samples_per_replica=_req(raw, "samples_per_replica", where, float) if "samples_per_replica" in raw else 16.0,
+        published_params=float(raw["published_params"]) if raw.get("published_params") is not None else None,
+        sweep_microbatches=sweep, shape=shape, path=where)
+
+
+def sweep_microbatches(w: Workload, pp: int, samples_per_replica: float) -> int:
+    """Microbatch count for a strategy sweep (FRED paper footnote 6 for Transformer-17B at
+    DP x 40; "pp" = as many microbatches as stages, as for Transformer-1T). Without a rule:
+    1 microbatch if PP = 1, else the workload's headline count, at least PP."""
+    rule = w.sweep_microbatches
+    if isinstance(rule, dict) and pp in rule and samples_per_replica >= 40:
+        return rule[pp]
+    if rule == "pp":
+        return pp
+    if pp == 1:
+        return 1
+    m = max(w.microbatches, pp)
+    return int(min(m, math.floor(samples_per_replica)) or 1)
