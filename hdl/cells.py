@@ -83,7 +83,8 @@ from .dtypes import dtype_names, get_dtype
 from .modes import DMode, RDMode, RMode
 
 __all__ = ["RCell", "DCell", "RDCell", "cell_latency", "stream_signature", "FAULTS",
-           "CELL_CLASSES", "verilog_arguments", "verilog_build"]
+           "CELL_CLASSES", "build_cell", "check_cell_params", "verilog_arguments",
+           "verilog_build"]
 
 #: build-time faults a cell can be made with (only for tests that prove the checker fails)
 FAULTS = (None, "corrupt-lane")
@@ -462,6 +463,15 @@ class RDCell(_Cell):
 
 
 CELL_CLASSES = {"r": RCell, "d": DCell, "rd": RDCell}
+
+
+def check_cell_params(kind, m, lanes, dtype) -> None:
+    """Validate cell parameters without building (one-line ``ValueError`` naming the value)."""
+    if kind not in CELL_CLASSES:
+        raise ValueError(f"unknown cell kind {kind!r}; known: r, d, rd")
+    _check_int("m", m, 2)
+    _check_int("lanes", lanes, 1)
+    get_dtype(dtype)
 
 
 def build_cell(kind, *, m=3, lanes=4, dtype="fp16", fault=None):

@@ -60,7 +60,8 @@ from .structure import check_params, child_ports, depth, stages, total_cells
 
 __all__ = ["Fabric", "DemuxCell", "MuxCell", "config_layout", "config_width", "config_bits",
            "fabric_latency", "stream_signature", "check_fabric_params", "MAX_RTL_PORTS",
-           "MAX_RTL_WORK", "verilog_arguments", "verilog_build", "RD_CONFIG_WIDTH"]
+           "MAX_RTL_WORK", "verilog_arguments", "verilog_build", "RD_CONFIG_WIDTH",
+           "fabric_verilog_text", "decode_config", "cell_latencies"]
 
 #: largest fabric generated as RTL (ports)
 MAX_RTL_PORTS = 64
@@ -359,8 +360,9 @@ def cell_latencies(middle: int, lanes: int, dtype) -> dict:
 @lru_cache(maxsize=None)
 def _cell_latencies(middle, lanes, dtype):
     c = _cells()
-    return (("R", c.RCell(middle, lanes, dtype).latency), ("D", c.DCell(middle, lanes, dtype).latency),
-            ("RD", c.RDCell(lanes, dtype).latency))
+    # hdl/cells.py: every cell kind has latency cell_latency(dtype) in every mode
+    return (("R", c.RCell.cell_latency(dtype)), ("D", c.DCell.cell_latency(dtype)),
+            ("RD", c.RDCell.cell_latency(dtype)))
 
 
 def fabric_latency(ports: int, middle: int, lanes: int = 1, dtype="fp16") -> int:
@@ -373,6 +375,34 @@ def fabric_latency(ports: int, middle: int, lanes: int = 1, dtype="fp16") -> int
 # ---------------------------------------------------------------------------------------------
 # the fabric
 # ---------------------------------------------------------------------------------------------
+# shared cell modules (fast Verilog): every cell as an instance of one module per cell kind
+# ---------------------------------------------------------------------------------------------
+def _cell_module_name(cell) -> str:
+    if isinstance(cell, (DemuxCell, MuxCell)):
+        kind = "demux" if isinstance(cell, DemuxCell) else "mux"
+        return f"fred_{kind}_m{cell.m}_l{cell.lanes}_{cell.dtype.name}_lat{cell.latency}"
+    name = cell.verilog_name
+    return name + (f"_{cell.fault.replace('-', '_')}" if getattr(cell, "fault", None) else "")
+
+
+def _cell_instance(mod, name, cell, registry):
+    """Add an ``Instance`` of the shared module for ``cell`` to ``mod`` as submodule ``name``;
+    return an interface with the cell's signature wired to the instance's ports."""
+    from amaranth.hdl import ClockSignal, Instance, ResetSignal, Value
+
+    module = _cell_module_name(cell)
+    registry.setdefault(module, cell)
+    cell._MustUse__silence = True  # only its class, parameters and ports are used
+    intf = wiring.PureInterface(cell.signature, path=(name,))
+    kwargs = {"i_clk": ClockSignal("sync"), "i_rst": ResetSignal("sync")}
+    for path, member, value in cell.signature.flatten(intf):
+        port = "__".join(str(x) for x in path)
+        kwargs[("i_" if member.flow == In else "o_") + port] = Value.cast(value)
+    mod.submodules[name] = Instance(module, **kwargs)
+    return intf
+
+
+# ---------------------------------------------------------------------------------------------
 class Fabric(wiring.Component):
     """FRED_m(P) (see the module docstring). Attributes: ``ports``, ``middle``, ``lanes``,
     ``dtype``, ``config_width``, ``latency`` (cycles), ``stages`` (cells per path).
@@ -380,13 +410,14 @@ class Fabric(wiring.Component):
     ``fault`` (tests only) builds every cell with that fault (see ``fred.hdl.cells.FAULTS``)."""
 
     def __init__(self, ports: int, middle: int, lanes: int, dtype, *, fault=None, _path=(),
-                 _checked=False):
+                 _checked=False, _shared=None):
         if not _checked:
             check_fabric_params(ports, middle, lanes, dtype)
             if fault not in _cells().FAULTS:
                 raise ValueError(f"unknown fault {fault!r}; known: "
                                  + ", ".join(f for f in _cells().FAULTS if f))
         self.fault = fault
+        self._shared = _shared  # None, or a dict module name -> cell (see fabric_verilog_text)
         self.ports, self.middle, self.lanes = ports, middle, lanes
         self.dtype = get_dtype(dtype)
         self.path = tuple(_path)
@@ -406,6 +437,12 @@ class Fabric(wiring.Component):
     def config_bits(self, routing_result=None, cell_modes=None) -> int:
         return config_bits(self.ports, self.middle, routing_result, cell_modes)
 
+    def _cell(self, mod, name, cell):
+        if self._shared is None:
+            mod.submodules[name] = cell
+            return cell
+        return _cell_instance(mod, name, cell, self._shared)
+
     def elaborate(self, platform):
         c = _cells()
         mod = Module()
@@ -417,7 +454,7 @@ class Fabric(wiring.Component):
             mod.d.comb += sig.eq(self.config[off:off + w])
 
         if P == 2:
-            mod.submodules.rd = rd = c.RDCell(L, t.name, fault=self.fault)
+            rd = self._cell(mod, "rd", c.RDCell(L, t.name, fault=self.fault))
             cfg(CellAddr((), "rd", 0), rd.config)
             for p in range(2):
                 wiring.connect(mod, wiring.flipped(self.i[p]), rd.i[p])
@@ -429,16 +466,15 @@ class Fabric(wiring.Component):
         lat = cell_latencies(m, L, t)
         rin, dout, mids = [], [], []
         for j in range(r):
-            rc = c.RCell(m, L, t.name, fault=self.fault)
-            mod.submodules[f"in{j}"] = rc
+            rc = self._cell(mod, f"in{j}", c.RCell(m, L, t.name, fault=self.fault))
             cfg(CellAddr((), "in", j), rc.config)
             rin.append(rc)
-            dc = c.DCell(m, L, t.name, fault=self.fault)
-            mod.submodules[f"out{j}"] = dc
+            dc = self._cell(mod, f"out{j}", c.DCell(m, L, t.name, fault=self.fault))
             cfg(CellAddr((), "out", j), dc.config)
             dout.append(dc)
         for k in range(m):
-            sub = Fabric(Pc, m, L, t, fault=self.fault, _path=self.path + (k,), _checked=True)
+            sub = Fabric(Pc, m, L, t, fault=self.fault, _path=self.path + (k,), _checked=True,
+                         _shared=self._shared)
             mod.submodules[f"mid{k}"] = sub
             # the child's config is the contiguous slice starting at its first cell
             first = next(cell for cell, _, _ in self._layout if cell.path[:1] == (k,))
@@ -453,8 +489,8 @@ class Fabric(wiring.Component):
                 wiring.connect(mod, rin[j].o[k], mids[k].i[j])
                 wiring.connect(mod, mids[k].o[j], dout[j].i[k])
         if odd:
-            mod.submodules.demux = dm = DemuxCell(m, L, t, lat["R"])
-            mod.submodules.mux = mx = MuxCell(m, L, t, lat["D"])
+            dm = self._cell(mod, "demux", DemuxCell(m, L, t, lat["R"]))
+            mx = self._cell(mod, "mux", MuxCell(m, L, t, lat["D"]))
             cfg(CellAddr((), "demux", 0), dm.config)
             cfg(CellAddr((), "mux", 0), mx.config)
             wiring.connect(mod, wiring.flipped(self.i[2 * r]), dm.i)
@@ -463,6 +499,31 @@ class Fabric(wiring.Component):
                 wiring.connect(mod, dm.o[k], mids[k].i[r])
                 wiring.connect(mod, mids[k].o[r], mx.i[k])
         return mod
+
+
+
+def fabric_verilog_text(ports: int, middle: int, lanes: int, dtype, name: str, *, fault=None,
+                        shared: bool = True) -> str:
+    """Verilog for FRED_m(P) with top module ``name``.
+
+    ``shared=False`` is ``emit(Fabric(...), name)``: Amaranth emits every cell as its own module
+    (slow for large P: each cell, with its adders, is converted separately). ``shared=True``
+    (default) emits the same fabric with each *kind* of cell converted once, as a module
+    (``fred_r_m3_l4_fp16``, ``fred_d_...``, ``fred_rd_...``, ``fred_demux_...``,
+    ``fred_mux_...``), which every cell of that kind instantiates; the wiring and
+    configuration slices are the same code. Much faster to generate and to build under
+    Verilator. Reproducible either way.
+    """
+    from .verilog import emit
+
+    if not shared:
+        return emit(Fabric(ports, middle, lanes, dtype, fault=fault), name)
+    registry = {}
+    top = emit(Fabric(ports, middle, lanes, dtype, fault=fault, _shared=registry), name)
+    parts = [top]
+    for mod_name in sorted(registry):
+        parts.append(emit(registry[mod_name], mod_name))
+    return "\n".join(parts)
 
 
 # ---------------------------------------------------------------------------------------------

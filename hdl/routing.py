@@ -34,7 +34,7 @@ from fred import FredError
 
 from .flows import Flow, Phase, validate_flows
 from .modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode
-from .structure import Fabric, Pin, check_params, child_ports, fabric, stages
+from .structure import Fabric, Pin, check_params, depth, fabric, instance_ports, stages
 
 __all__ = ["RoutingError", "RoutingResult", "ReduceStep", "route", "route_phases", "routable",
            "idle_mode", "mode_to_json", "mode_str", "NODE_BUDGET"]
@@ -107,198 +107,336 @@ def _path_str(path):
 
 
 # ---------------------------------------------------------------------------------------------
-# the search (path-independent, memoised)
+# the search
 # ---------------------------------------------------------------------------------------------
-# A local flow is a pair (ins, outs) of frozensets of the instance's ports. Inside one instance
-# the local flows are distinct (their input sets are disjoint and non-empty), so they serve as
-# their own identity; this makes sub-problems path-independent and memoisable.
-
-class _Sol:
-    __slots__ = ("colour", "children")
-
-    def __init__(self, colour, children):
-        self.colour = colour        # dict local flow -> middle copy (None for P == 2)
-        self.children = children    # tuple of m (_Sol or None) (None for P == 2)
-
-
-class _Fail:
-    """The flows ``core`` (local to this instance) cannot be routed together here.
-
-    ``edges``: pairs of core flows that share an outer cell; ``subs``: list of
-    (copy, child _Fail, {child flow: flow}) -- learned "not all in one copy" constraints used.
-    """
-
-    __slots__ = ("core", "P", "edges", "subs")
-
-    def __init__(self, core, P, edges, subs):
-        self.core = core
-        self.P = P
-        self.edges = edges
-        self.subs = subs
-
+# Observation that makes the recursion one global problem: input port p of an instance at
+# depth d feeds R cell p // 2 (or the demux when p = 2r), which drives middle port p // 2, so a
+# flow occupies the ports {p >> d} at depth d *whatever middle copies it took above*. A flow's
+# route is therefore just its *path* (c_0, .., c_{D-1}): the middle copy taken at each of the
+# D = depth(P) colouring levels. Two flows A, B are in the same depth-d instance iff their paths
+# agree on c_0..c_{d-1}; there they share an R or D cell iff their ports >> (d+1) overlap, and
+# then need c_d(A) != c_d(B). Overlap at d+1 implies overlap below, so with L(A, B) = the first
+# such level the constraint is simply: paths of A and B differ within their first L+1 digits.
+# Colouring "instance by instance, outer stage first, re-colouring above when a copy below
+# fails" is exactly a backtracking search over these paths. We solve it as one CSP: paths are
+# integers (base m), domains are bitmasks over the m**D paths, a constraint forbids one aligned
+# block of paths, and the m copies inside every instance are interchangeable (a flow may enter
+# a copy already used under its prefix, or the first unused one), which removes the symmetry.
 
 class _Budget(Exception):
     pass
 
 
-class _Search:
-    def __init__(self, m, budget=NODE_BUDGET):
-        self.m = m
-        self.memo = {}
-        self.nodes = 0
+class _PathCSP:
+    """Exact path assignment for flows (list of (ins, outs)) on FRED_m(P)."""
+
+    def __init__(self, P, m, flows, budget=NODE_BUDGET):
+        self.P, self.m, self.flows = P, m, flows
+        self.D = depth(P)
         self.budget = budget
+        self.nodes = 0
+        n = len(flows)
+        # level[a][b] = first level at which a and b share an outer cell (absent: never)
+        self.level = [dict() for _ in range(n)]
+        for d in range(self.D):
+            sh = d + 1
+            for side in (0, 1):
+                bucket = {}
+                for i, f in enumerate(flows):
+                    for q in {p >> sh for p in f[side]}:
+                        bucket.setdefault(q, []).append(i)
+                for members in bucket.values():
+                    for x in range(len(members)):
+                        a = members[x]
+                        la = self.level[a]
+                        for y in range(x + 1, len(members)):
+                            b = members[y]
+                            if b not in la:
+                                la[b] = d
+                                self.level[b][a] = d
 
-    # -- CSP: colour n variables with m colours -----------------------------------------------
-    def colour(self, n, adj, nogoods, order_hint=None):
-        """Exact colouring. adj: list of sets; nogoods: list of tuples (not all one colour).
+    def components(self, vs):
+        vs = set(vs)
+        seen, comps = set(), []
+        for v in sorted(vs):
+            if v in seen:
+                continue
+            comp, stack = [], [v]
+            seen.add(v)
+            while stack:
+                u = stack.pop()
+                comp.append(u)
+                for w in self.level[u]:
+                    if w in vs and w not in seen:
+                        seen.add(w)
+                        stack.append(w)
+            comps.append(sorted(comp))
+        return comps
 
-        Returns a list of colours, or None when no colouring exists.
-        """
-        m = self.m
-        for ng in nogoods:
-            if len(ng) == 1:
+    def solve(self, vs, Dt=None):
+        """Assignment {flow: path int} for the flows ``vs`` using levels < Dt, or None."""
+        Dt = self.D if Dt is None else Dt
+        out = {}
+        for comp in self.components_at(vs, Dt):
+            sol = self._solve_comp(comp, Dt)
+            if sol is None:
                 return None
-        ng_of = [[] for _ in range(n)]
-        for g in nogoods:
-            for v in g:
-                ng_of[v].append(g)
-        col = [-1] * n
-        dom = [set(range(m)) for _ in range(n)]
-        deg = [len(adj[v]) + len(ng_of[v]) for v in range(n)]
-        if sys.getrecursionlimit() < 4 * n + 200:
-            sys.setrecursionlimit(4 * n + 200)
+            out.update(sol)
+        return out
 
-        def pick():
-            best, bk = -1, None
-            for v in range(n):
-                if col[v] < 0:
-                    k = (len(dom[v]), -deg[v], v)
-                    if bk is None or k < bk:
-                        best, bk = v, k
-            return best
+    def components_at(self, vs, Dt):
+        if Dt == self.D:
+            return self.components(vs)
+        # restricted to levels < Dt
+        vs = set(vs)
+        seen, comps = set(), []
+        for v in sorted(vs):
+            if v in seen:
+                continue
+            comp, stack = [], [v]
+            seen.add(v)
+            while stack:
+                u = stack.pop()
+                comp.append(u)
+                for w, lv in self.level[u].items():
+                    if lv < Dt and w in vs and w not in seen:
+                        seen.add(w)
+                        stack.append(w)
+            comps.append(sorted(comp))
+        return comps
 
-        def assign(v, c, used):
-            """Set col[v] = c with forward checking; return the undo log or None on wipe-out."""
-            col[v] = c
-            log = []
-            for u in adj[v]:
-                if col[u] < 0 and c in dom[u]:
-                    dom[u].discard(c)
-                    log.append((u, c))
-                    if not dom[u]:
-                        return log, False
-            for g in ng_of[v]:
-                free = [u for u in g if col[u] < 0]
-                if any(col[u] >= 0 and col[u] != c for u in g):
-                    continue
-                if not free:
-                    return log, False  # every member has colour c
-                if len(free) == 1:
-                    u = free[0]
-                    if c in dom[u]:
-                        dom[u].discard(c)
-                        log.append((u, c))
-                        if not dom[u]:
-                            return log, False
-            return log, True
+    def _solve_comp(self, comp, Dt):
+        m = self.m
+        if Dt == 0 or len(comp) == 1:
+            return {v: 0 for v in comp}
+        N = m ** Dt
+        block = [m ** (Dt - 1 - d) for d in range(Dt)]     # paths sharing a (d+1)-prefix
+        full = (1 << N) - 1
+        inset = set(comp)
+        nbr = {v: [(u, lv) for u, lv in self.level[v].items() if u in inset and lv < Dt] for v in comp}
+        deg = {v: len(nbr[v]) for v in comp}
+        dom = {v: full for v in comp}
+        col = {}
+        cnt = [dict() for _ in range(Dt)]     # cnt[d][prefix of d+1 digits] = assigned flows
+        if sys.getrecursionlimit() < 3 * len(comp) + 200:
+            sys.setrecursionlimit(3 * len(comp) + 200)
 
-        def rec(left, used):
-            if left == 0:
+        def cands(d, prefix, dv):
+            """Symmetry-reduced paths allowed by domain dv, in increasing order."""
+            used_any = False
+            first_new = True
+            for c in range(m):
+                key = prefix * m + c
+                start = key * block[d]
+                if cnt[d].get(key):
+                    used_any = True
+                    if (dv >> start) & ((1 << block[d]) - 1):
+                        if d + 1 == Dt:
+                            yield key
+                        else:
+                            yield from cands(d + 1, key, dv)
+                elif first_new:
+                    first_new = False
+                    if (dv >> start) & 1:      # a fresh copy: the rest of the path is all 0s
+                        yield start
+
+        def rec(left):
+            if not left:
                 return True
             self.nodes += 1
             if self.nodes > self.budget:
                 raise _Budget()
-            v = pick()
-            # colour symmetry: existing colours, or the first unused one
-            cands = [c for c in range(min(used + 1, m)) if c in dom[v]]
-            for c in cands:
-                log, ok = assign(v, c, used)
-                if ok and rec(left - 1, max(used, c + 1)):
-                    return True
-                for u, cc in log:
-                    dom[u].add(cc)
-                col[v] = -1
+            v = min(left, key=lambda u: (dom[u].bit_count(), -deg[u], u))
+            left.discard(v)
+            for q in list(cands(0, 0, dom[v])):
+                col[v] = q
+                undo = []
+                ok = True
+                for u, lv in nbr[v]:
+                    if u in col:
+                        continue
+                    b = block[lv]
+                    start = (q // b) * b
+                    nd = dom[u] & ~(((1 << b) - 1) << start)
+                    if nd != dom[u]:
+                        undo.append((u, dom[u]))
+                        dom[u] = nd
+                        if not nd:
+                            ok = False
+                            break
+                if ok:
+                    for d in range(Dt):
+                        key = q // block[d]
+                        cnt[d][key] = cnt[d].get(key, 0) + 1
+                    if rec(left):
+                        return True
+                    for d in range(Dt):
+                        cnt[d][q // block[d]] -= 1
+                for u, old in undo:
+                    dom[u] = old
+                del col[v]
+            left.add(v)
             return False
 
-        return list(col) if rec(n, 0) else None
+        return dict(col) if rec(set(comp)) else None
 
-    def colour_core(self, n, adj, nogoods):
-        """Minimal subset of variables whose (restricted) CSP is still unsatisfiable."""
-        keep = list(range(n))
+    def digits(self, q, Dt=None):
+        Dt = self.D if Dt is None else Dt
+        out = []
+        for _ in range(Dt):
+            out.append(q % self.m)
+            q //= self.m
+        return tuple(reversed(out))
+
+    # -- explaining a failure ------------------------------------------------------------------
+    def core(self, vs):
+        """Minimal unroutable subset of ``vs`` (deletion-based)."""
+        comps = [c for c in self.components(vs) if self._solve_comp(c, self.D) is None]
+        keep = list(comps[0])
         i = 0
         while i < len(keep):
             trial = keep[:i] + keep[i + 1:]
-            if not self._sub_sat(trial, adj, nogoods):
+            if self.solve(trial) is None:
                 keep = trial
             else:
                 i += 1
         return keep
 
-    def _sub_sat(self, vs, adj, nogoods):
-        idx = {v: i for i, v in enumerate(vs)}
-        sadj = [set(idx[u] for u in adj[v] if u in idx) for v in vs]
-        sng = [tuple(idx[u] for u in g) for g in nogoods if all(u in idx for u in g)]
-        return self.colour(len(vs), sadj, sng) is not None
+    def explain(self, core):
+        """(level, instance path, pairs) where colouring of the core fails.
 
-    # -- one instance -------------------------------------------------------------------------
-    def solve(self, P, flows):
-        """flows: frozenset of local flows -> _Sol or _Fail (memoised)."""
-        key = (P, flows)
-        hit = self.memo.get(key)
-        if hit is not None:
-            return hit
-        res = self._solve(P, flows)
-        self.memo[key] = res
-        return res
+        level = first depth d such that the core is already unroutable with levels <= d; path =
+        an instance at depth d that cannot be coloured under an assignment valid above it; pairs =
+        the core pairs sharing an outer cell there."""
+        d = 0
+        while self.solve(core, d + 1) is not None:
+            d += 1
+        above = self.solve(core, d) if d else {v: 0 for v in core}
+        groups = {}
+        for v in core:
+            groups.setdefault(self.digits(above[v], d) if d else (), []).append(v)
+        for pref, g in sorted(groups.items()):
+            sub = _PathCSP.__new__(_PathCSP)
+            sub.__dict__.update(self.__dict__)
+            # colour this group at level d alone: constraints of level exactly d
+            sub.level = [dict() for _ in self.flows]
+            for a in g:
+                for b, lv in self.level[a].items():
+                    if b in g and lv == d:
+                        sub.level[a][b] = 0
+            sub.D = 1
+            if sub.solve(g, 1) is None:
+                pairs = sorted((a, b) for a in g for b, lv in self.level[a].items() if b in g and lv == d and a < b)
+                return d, pref, pairs
+        return d, (), []  # pragma: no cover - unreachable by construction
 
-    def _solve(self, P, flows):
-        m = self.m
-        if P == 2 or not flows:
-            return _Sol(None, None)
-        fl = sorted(flows, key=lambda f: (min(f[0]), sorted(f[0])))
-        n = len(fl)
-        child = [(frozenset(p // 2 for p in f[0]), frozenset(p // 2 for p in f[1])) for f in fl]
-        # conflict graph: child flows that overlap in a middle port (= share an R/D cell)
-        adj = [set() for _ in range(n)]
-        owner_in, owner_out = {}, {}
-        for i, (ci, co) in enumerate(child):
-            for side, ports, owner in ((0, ci, owner_in), (1, co, owner_out)):
-                for q in ports:
-                    if q in owner:
-                        j = owner[q]
-                        adj[i].add(j)
-                        adj[j].add(i)
-                    else:
-                        owner[q] = i
-        nogoods = []
-        subs_of = {}   # nogood tuple -> (copy, child fail, child->local map)
-        cidx = {c: i for i, c in enumerate(child)}
-        cP = child_ports(P)
-        while True:
-            col = self.colour(n, adj, nogoods)
-            if col is None:
-                core = self.colour_core(n, adj, nogoods)
-                cs = set(core)
-                edges = [(fl[i], fl[j]) for i in core for j in adj[i] if j in cs and i < j]
-                subs = [subs_of[g] for g in nogoods if all(v in cs for v in g)]
-                return _Fail(frozenset(fl[i] for i in core), P, edges, subs)
-            children = []
-            failed = False
-            for k in range(m):
-                members = frozenset(child[i] for i in range(n) if col[i] == k)
-                if not members:
-                    children.append(None)
-                    continue
-                sub = self.solve(cP, members)
-                if isinstance(sub, _Fail):
-                    g = tuple(sorted(cidx[c] for c in sub.core))
-                    nogoods.append(g)
-                    subs_of[g] = (k, sub, {child[i]: fl[i] for i in g})
-                    failed = True
-                    break
-                children.append(sub)
-            if not failed:
-                return _Sol({fl[i]: col[i] for i in range(n)}, tuple(children))
+
+def _flow_names(flows, idx):
+    return ", ".join(f"#{i} '{flows[i]}'" for i in sorted(idx))
+
+
+def _prepare(P, m, flows):
+    check_params(P, m, build=False)
+    flows = validate_flows(flows, P)
+    return flows
+
+
+def _search(P, m, flows):
+    """flows (validated) -> list of paths (tuples), or raise RoutingError."""
+    local = [(f.inputs, f.outputs) for f in flows]
+    csp = _PathCSP(P, m, local)
+    try:
+        sol = csp.solve(range(len(flows)))
+        if sol is not None:
+            return [csp.digits(sol[i]) for i in range(len(flows))]
+        core = csp.core(range(len(flows)))
+        level, path, pairs = csp.explain(core)
+    except _Budget:
+        raise RoutingError(f"routing search on FRED_{m}({P}) gave up after {csp.budget:,} nodes "
+                           f"for flows {_flow_names(flows, range(len(flows)))}",
+                           flows=range(len(flows)), P=P, m=m) from None
+    Pd = instance_ports(P, path)
+    shared = ", ".join(f"#{a}/#{b}" for a, b in pairs)
+    above = "" if level == 0 else " whichever middle copies they take above it"
+    msg = (f"routing conflict on FRED_{m}({P}): flows {_flow_names(flows, core)} cannot be routed "
+           f"together: colouring fails at level {level} (instance {_path_str(path)}, {Pd} ports){above}, "
+           f"where {shared} share microswitches and {m} middle copies are not enough")
+    raise RoutingError(msg, flows=core, level=level, path=path, P=P, m=m)
+
+
+def routable(P: int, m: int, flows) -> Optional[RoutingError]:
+    """Feasibility only (no cell modes): None if the flows route, else the RoutingError."""
+    flows = _prepare(P, m, flows)
+    try:
+        _search(P, m, flows)
+    except RoutingError as e:
+        return e
+    return None
+
+
+def _rd_mode(lflows):
+    """FRED_m(2): the RD mode for the local flows (ports 0/1)."""
+    if not lflows:
+        return RDMode.PASS
+    if len(lflows) == 1:
+        ins, outs = lflows[0]
+        if len(ins) == 2:
+            return {frozenset({0}): RDMode.SUM0, frozenset({1}): RDMode.SUM1}.get(outs, RDMode.SUM_BOTH)
+        (i,) = ins
+        if len(outs) == 2:
+            return RDMode.BCAST0 if i == 0 else RDMode.BCAST1
+        (o,) = outs
+        return RDMode.PASS if i == o else RDMode.CROSS
+    # two unicasts on opposite ports
+    modes = {RDMode.PASS if next(iter(ins)) == next(iter(outs)) else RDMode.CROSS for ins, outs in lflows}
+    assert len(modes) == 1, lflows
+    return modes.pop()
+
+
+def _materialise(fab, paths, P, m, flows):
+    """Cell modes from the flows' paths: walk the instances top-down."""
+    modes = {c: idle_mode(fab.kind[c]) for c in fab.cells}
+    middle = [dict() for _ in flows]
+
+    def walk(path, Pi, members):
+        # members: list of (flow index, ins, outs) local to this instance
+        d = len(path)
+        if Pi == 2:
+            modes[CellAddr(path, "rd", 0)] = _rd_mode([(a, b) for _, a, b in members])
+            return
+        r, odd = Pi // 2, Pi % 2
+        ins_owner, outs_owner = {}, {}
+        col = {}
+        for i, ins, outs in members:
+            col[i] = paths[i][d]
+            middle[i][path] = col[i]
+            for p in ins:
+                ins_owner[p] = i
+            for p in outs:
+                outs_owner[p] = i
+        for j in range(r):
+            a, b = ins_owner.get(2 * j), ins_owner.get(2 * j + 1)
+            if a is not None and a == b:
+                mode = RMode((col[a], None), reduce=True)
+            else:
+                mode = RMode((None if a is None else col[a], None if b is None else col[b]))
+            modes[CellAddr(path, "in", j)] = mode.validate(m)
+            a, b = outs_owner.get(2 * j), outs_owner.get(2 * j + 1)
+            modes[CellAddr(path, "out", j)] = DMode((None if a is None else col[a],
+                                                     None if b is None else col[b])).validate(m)
+        if odd:
+            i = ins_owner.get(2 * r)
+            modes[CellAddr(path, "demux", 0)] = DemuxMode(None if i is None else col[i]).validate(m)
+            i = outs_owner.get(2 * r)
+            modes[CellAddr(path, "mux", 0)] = MuxMode(None if i is None else col[i]).validate(m)
+        for k in range(m):
+            sub = [(i, frozenset(p // 2 for p in ins), frozenset(p // 2 for p in outs))
+                   for i, ins, outs in members if col[i] == k]
+            if sub:
+                walk(path + (k,), (Pi + 1) // 2, sub)
+
+    walk((), P, [(i, f.inputs, f.outputs) for i, f in enumerate(flows)])
+    return modes, middle
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,136 +551,6 @@ class RoutingResult:
 # ---------------------------------------------------------------------------------------------
 # public entry points
 # ---------------------------------------------------------------------------------------------
-def _flow_names(flows, idx):
-    return ", ".join(f"#{i} '{flows[i]}'" for i in sorted(idx))
-
-
-def _explain(fail, path, flows, to_top, m):
-    """One-line explanation of a _Fail at instance ``path`` (to_top: local flow -> flow index)."""
-    level = len(path)
-    core = sorted(to_top[f] for f in fail.core)
-    parts = []
-    where = f"level {level} ({_path_str(path)}, {fail.P} ports)"
-    if fail.subs:
-        parts.append(f"at {where} flows {_flow_names(flows, core)} cannot be spread over {m} middle copies")
-    else:
-        pairs = "; ".join(f"#{to_top[a]}/#{to_top[b]}" for a, b in fail.edges)
-        parts.append(f"at {where} flows {_flow_names(flows, core)} share outer microswitches "
-                     f"pairwise ({pairs}) and need more than {m} middle copies")
-    deepest = (level, path, core)
-    for k, sub, cmap in fail.subs:
-        txt, d = _explain(sub, path + (k,), flows, {cf: to_top[lf] for cf, lf in cmap.items()}, m)
-        parts.append(txt)
-        if d[0] > deepest[0]:
-            deepest = d
-    return "; ".join(parts), deepest
-
-
-def _fail_error(fail, flows, P, m, to_top):
-    txt, (level, path, core) = _explain(fail, (), flows, to_top, m)
-    top_core = sorted(to_top[f] for f in fail.core)
-    return RoutingError(f"routing conflict on FRED_{m}({P}): {txt}", flows=top_core, level=level,
-                        path=path, P=P, m=m)
-
-
-def _prepare(P, m, flows):
-    check_params(P, m, build=False)
-    flows = validate_flows(flows, P)
-    local = {(f.inputs, f.outputs): i for i, f in enumerate(flows)}
-    return flows, local
-
-
-def _search(P, m, flows, local):
-    s = _Search(m)
-    try:
-        res = s.solve(P, frozenset(local))
-    except _Budget:
-        raise RoutingError(f"routing search on FRED_{m}({P}) gave up after {s.budget:,} nodes "
-                           f"for flows {_flow_names(flows, range(len(flows)))}",
-                           flows=range(len(flows)), P=P, m=m) from None
-    if isinstance(res, _Fail):
-        raise _fail_error(res, flows, P, m, local)
-    return res
-
-
-def routable(P: int, m: int, flows) -> Optional[RoutingError]:
-    """Feasibility only (no cell modes): None if the flows route, else the RoutingError."""
-    flows, local = _prepare(P, m, flows)
-    try:
-        _search(P, m, flows, local)
-    except RoutingError as e:
-        return e
-    return None
-
-
-def _rd_mode(lflows):
-    """FRED_m(2): the RD mode for the local flows (ports 0/1)."""
-    if not lflows:
-        return RDMode.PASS
-    if len(lflows) == 1:
-        ins, outs = next(iter(lflows))
-        if len(ins) == 2:
-            return {frozenset({0}): RDMode.SUM0, frozenset({1}): RDMode.SUM1}.get(outs, RDMode.SUM_BOTH)
-        (i,) = ins
-        if len(outs) == 2:
-            return RDMode.BCAST0 if i == 0 else RDMode.BCAST1
-        (o,) = outs
-        return RDMode.PASS if i == o else RDMode.CROSS
-    # two unicasts in opposite ports
-    modes = {RDMode.PASS if next(iter(ins)) == next(iter(outs)) else RDMode.CROSS for ins, outs in lflows}
-    assert len(modes) == 1, lflows
-    return modes.pop()
-
-
-def _materialise(fab, sol, P, m, flows, local):
-    modes = {c: idle_mode(fab.kind[c]) for c in fab.cells}
-    middle = [dict() for _ in flows]
-
-    def walk(path, Pi, sol, to_top):
-        lflows = list(to_top)
-        if Pi == 2:
-            modes[CellAddr(path, "rd", 0)] = _rd_mode(lflows)
-            return
-        if not lflows:
-            return
-        r, odd = Pi // 2, Pi % 2
-        ins_owner, outs_owner = {}, {}
-        for f in lflows:
-            for p in f[0]:
-                ins_owner[p] = f
-            for p in f[1]:
-                outs_owner[p] = f
-        col = sol.colour
-        for f in lflows:
-            middle[to_top[f]][path] = col[f]
-        for j in range(r):
-            a, b = ins_owner.get(2 * j), ins_owner.get(2 * j + 1)
-            if a is not None and a is b:
-                mode = RMode((col[a], None), reduce=True)
-            else:
-                mode = RMode((None if a is None else col[a], None if b is None else col[b]))
-            modes[CellAddr(path, "in", j)] = mode.validate(m)
-            a, b = outs_owner.get(2 * j), outs_owner.get(2 * j + 1)
-            modes[CellAddr(path, "out", j)] = DMode((None if a is None else col[a],
-                                                     None if b is None else col[b])).validate(m)
-        if odd:
-            f = ins_owner.get(2 * r)
-            modes[CellAddr(path, "demux", 0)] = DemuxMode(None if f is None else col[f])
-            f = outs_owner.get(2 * r)
-            modes[CellAddr(path, "mux", 0)] = MuxMode(None if f is None else col[f])
-        for k in range(m):
-            sub = {}
-            for f in lflows:
-                if col[f] == k:
-                    cf = (frozenset(p // 2 for p in f[0]), frozenset(p // 2 for p in f[1]))
-                    sub[cf] = to_top[f]
-            if sub:
-                walk(path + (k,), (Pi + 1) // 2, sol.children[k], sub)
-
-    walk((), P, sol, dict(local))
-    return modes, middle
-
-
 def trace(fab: Fabric, cell_modes: dict, sources: dict, add, copy=lambda v: v) -> dict:
     """Walk the flattened fabric in pipeline order, interpreting ``cell_modes``.
 
@@ -706,10 +714,10 @@ def route(P: int, m: int, flows) -> RoutingResult:
 
     Raises ``ValueError`` for bad parameters/flows and :class:`RoutingError` when unroutable.
     """
-    flows, local = _prepare(P, m, flows)
+    flows = _prepare(P, m, flows)
     fab = fabric(P, m)
-    sol = _search(P, m, flows, local)
-    modes, middle = _materialise(fab, sol, P, m, flows, local)
+    paths = _search(P, m, flows)
+    modes, middle = _materialise(fab, paths, P, m, flows)
     trees, reductions = _check_and_trees(fab, modes, flows)
     bcast = _broadcast_cells(fab, modes, flows)
     return RoutingResult(

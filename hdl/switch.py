@@ -39,7 +39,8 @@ Operation
   The round ends when every output has sent its packet (the fabric is then drained).
 * **Priority / preemption**: between rounds (i.e. at packet boundaries) the control unit starts
   the highest-priority ready phase, MP > PP > DP; a phase keeps running while it stays ready
-  and nothing of higher priority is ready. Changing the fabric configuration waits
+  and nothing of higher priority is ready (a higher VC waiting only for output credits does not
+  hold back lower ones). Changing the fabric configuration waits
   ``config_settle`` cycles. Separate buffers per VC and whole-round scheduling mean a blocked
   low-priority phase never holds resources a higher one needs: no deadlock across VCs, and
   within a VC the scanner always finds the oldest ready phase (sources must send the phases of
@@ -362,12 +363,13 @@ class Switch(wiring.Component):
         sel_vc = Signal(2)
         sel_any = Signal()
         # strict priority: VC v may start if it is ready and no higher VC is ready or may still
-        # become ready (pending heads not yet swept once)
+        # become ready (pending heads not yet swept once). A higher VC that is ready but waits
+        # for output credits does not block lower ones (credits depend on the receivers).
         blocked = Const(0)
         for v in PRIORITY:
             with m.If(go[v] & ~blocked):
                 m.d.comb += [sel_any.eq(1), sel_vc.eq(v)]
-            blocked = blocked | go[v] | (pending[v] & (age[v] != P))
+            blocked = blocked | go[v] | (pending[v] & (age[v] != P) & ~lat_valid[v])
         sel_entry = Signal(L.entry_width)
         sel_phase = Signal(8)
         sel_len = Signal(8)

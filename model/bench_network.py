@@ -65,6 +65,22 @@ def main(argv=None) -> int:
     print(f"   sim {r.time * 1e3:.4f} ms (S/B + latency {closed * 1e3:.4f} ms)  {r.flows} flows {r.events} events"
           f"  {wall}")
 
+    print(f"   concurrent: 32 in-L1 groups + 32 cross-L1 groups (one NPU per L1), 1 GiB each, half-bisection L1<->L2")
+    topo = tree2(32, 32, NPU_NET_BW, 16 * NPU_NET_BW, a, in_switch=True, timing=sw)
+    mp = [list(range(32 * i, 32 * i + 32)) for i in range(32)]
+    dp = [list(range(j, 1024, 32)) for j in range(32)]
+
+    def both():
+        from .flowsim import Sim
+        sim = Sim(topo)
+        x = sim.collective("all-reduce", mp, GiB, label="mp")
+        y = sim.collective("all-reduce", dp, GiB, label="dp")
+        return sim.run(), x, y
+
+    wall, (r, x, y) = _wall(both)
+    print(f"   sim in-L1 {r.finish[x] * 1e3:.4f} ms, cross-L1 {r.finish[y] * 1e3:.4f} ms (L1->L2 shared by 32 trees)"
+          f"  {r.num_flows} flows {r.events} events  {wall}")
+
     print("4) 256-NPU hierarchical 2D All-Reduce of 1 GiB on a 16x16 mesh (two chunks, opposite directions)")
     topo = mesh2d(16, 16, B, a)
     wall, r = _wall(lambda: collective_time(topo, "all-reduce", None, GiB))

@@ -104,6 +104,8 @@ def add_arguments(p):
     p.add_argument("--root", type=int, default=None, help="root NPU for reduce/broadcast/multicast (default first)")
     p.add_argument("--gb-bytes", type=float, default=None,
                    help="bytes per GB for --network bandwidths (default 1e9; 1073741824 = upstream ASTRA-sim)")
+    p.add_argument("--timing", metavar="FILE",
+                   help="switch timing from a `fred characterize` timing file ('default': the embedded one)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -146,10 +148,16 @@ def run(args):
     alg = canonical_algorithm(args.algorithm)
     if args.chunks is not None and args.chunks < 1:
         raise ValueError(f"--chunks must be >= 1, got {args.chunks}")
+    timing = None
+    if args.timing:
+        from .timing import load_timing, switch_timing
+
+        timing = switch_timing(load_timing(None if args.timing == "default" else args.timing))
     rows = []
     for topo in _topologies(args):
         groups, strat = _groups(args, topo)
-        r = collective_time(topo, op, groups, nbytes, algorithm=alg, chunks=args.chunks, root=args.root)
+        r = collective_time(topo, op, groups, nbytes, algorithm=alg, chunks=args.chunks, root=args.root,
+                            timing=timing)
         d = r.as_dict()
         d["fabric"] = topo.fabric or topo.name
         d["strategy"] = strat

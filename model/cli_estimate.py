@@ -22,11 +22,13 @@ def add_hardware_arguments(p):
     g.add_argument("--switch-cycles", type=float, metavar="N", help="switch traversal latency in cycles")
     g.add_argument("--switch-ghz", type=float, metavar="GHZ", help="switch clock in GHz")
     g.add_argument("--granularity", type=int, metavar="N", default=None,
-                   help="max layer chunks per pipeline stage in weight-stationary mode (default 8)")
+                   help="DP buckets per stage in the last microbatch's backward (weight stationary; default 4)")
+    g.add_argument("--stream-steps", type=int, metavar="N", default=None,
+                   help="simulated steps per weight-streaming pass (simulation coarsening; default 6)")
 
 
 def hardware_from_args(args):
-    """(WaferParams, NpuParams, granularity) from the common override options."""
+    """(WaferParams, NpuParams, {simulation options}) from the common override options."""
     import dataclasses
 
     from fred import FredError
@@ -66,9 +68,13 @@ def hardware_from_args(args):
     if getattr(args, "hbm_gb", None) is not None:
         n["hbm_capacity"] = args.hbm_gb * 1e9
     npu = C.default_npu().replace(**n) if n else C.default_npu()
-    gran = getattr(args, "granularity", None)
-    if gran is not None and gran < 1:
-        raise FredError(f"--granularity must be >= 1, got {gran}")
+    gran = {}
+    for opt, key in (("granularity", "granularity"), ("stream_steps", "stream_steps")):
+        v = getattr(args, opt, None)
+        if v is not None:
+            if v < 1:
+                raise FredError(f"--{opt.replace('_', '-')} must be >= 1, got {v}")
+            gran[key] = v
     return p, npu, gran
 
 
@@ -119,13 +125,13 @@ def run(args):
 
     params, npu, gran = hardware_from_args(args)
     kw = dict(params=params, npu=npu, microbatches=args.microbatches, samples_per_replica=args.samples, mode=args.mode)
-    if gran:
-        kw["granularity"] = gran
+    kw.update(gran)
     rows = estimate_table(args.workload, args.fabric, args.strategy, **kw)
     source = rows[0].timing_source if rows else params.switch.source
     if args.plot:
         from .plots import plot_breakdown
-        plot_breakdown(rows, args.plot, title=f"Training time breakdown (normalised to mesh); switch timing: {source}")
+        plot_breakdown(rows, args.plot, title=f"Training time per iteration, normalised to the mesh "
+                       f"(NPU {npu.flops / 1e12:.0f} TFLOP/s, {npu.hbm_bw / 1e12:.0f} TB/s HBM); switch timing: {source}")
     if args.json:
         print(json.dumps({"switch_timing_source": source, "npu": {"peak_flops": npu.peak_flops, "utilisation": npu.utilisation,
                                                                    "hbm_bw": npu.hbm_bw, "hbm_capacity": npu.hbm_capacity,

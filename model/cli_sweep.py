@@ -20,7 +20,7 @@ def add_arguments(p):
 
 
 def sweep(workload="transformer-17b", fabrics=("mesh", "fred-d"), rule=40, *, params=None, npu=None, mode=None,
-          granularity=None):
+          sim_options=None):
     """Every strategy x fabric. Returns a list of dicts: strategy, fabric, estimate (or None and
     ``error`` when the strategy does not fit in HBM)."""
     from fred import FredError
@@ -38,7 +38,7 @@ def sweep(workload="transformer-17b", fabrics=("mesh", "fred-d"), rule=40, *, pa
     p = params or default_params()
     fl = resolve_fabrics(fabrics)
     out = []
-    kw = {"granularity": granularity} if granularity else {}
+    kw = dict(sim_options or {})
     for abc in all_strategies(p.npus):
         m = sweep_microbatches(w, abc[2], rule) if (abc[2] > 1 or w.mode == "weight-streaming") else 1
         for f in fl:
@@ -130,7 +130,7 @@ def run(args):
 
     params, npu, gran = hardware_from_args(args)
     res = sweep(args.workload, args.fabric or ("mesh", "fred-d"), args.rule, params=params, npu=npu, mode=args.mode,
-                granularity=gran)
+                sim_options=gran)
     fabs = [r["fabric"] for r in res]
     summ = summary(res, "fred-d" if "fred-d" in fabs else fabs[-1])
     ok = [r["estimate"] for r in res if r["estimate"] is not None]

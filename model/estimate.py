@@ -64,6 +64,7 @@ class Estimate:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["exposed_comm"] = self.exposed_comm
+        d["pipeline_bubble"] = max(0.0, self.compute_time - self.compute_busy)
         return d
 
 

@@ -26,6 +26,8 @@ Semantics:
   path. (Links are released when the last byte is sent: a cut-through pipeline.)
 * Flows that reduce or multicast inside a switch are capped at
   ``SwitchTiming.collective_bandwidth(link_bw)`` on the links of the tree.
+* ``priority=`` (transfer, reduce, collective; default 0) gives strict priority between classes
+  on shared links (max-min inside a class), e.g. FRED-SPEC §4's MP > PP > DP.
 * ``collective(...)`` expands into many flows (see :mod:`fred.model.collectives`) and returns
   one TaskId whose start is when the collective began (its deps were met) and whose finish is
   when the whole collective completed.
@@ -272,6 +274,28 @@ def maxmin_rates(ent_flow, ent_link, nflows, link_cap, flow_cap=None):
     return rate
 
 
+def _priority_rates(ent_flow, ent_link, nflows, link_cap, flow_cap, prio):
+    """Strict priority between classes (highest first), max-min fair inside each class."""
+    rate = np.zeros(nflows)
+    cap = np.asarray(link_cap, dtype=float).copy()
+    levels = np.unique(prio)[::-1]
+    for lv in levels:
+        sel = np.flatnonzero(prio == lv)
+        local = np.full(nflows, -1, dtype=np.int64)
+        local[sel] = np.arange(sel.size)
+        m = local[ent_flow] >= 0
+        ef, el = local[ent_flow[m]], ent_link[m]
+        # links with no capacity left starve this class
+        r = maxmin_rates(ef, el, sel.size, np.maximum(cap, 1e-300), flow_cap[sel])
+        dead = np.zeros(sel.size, dtype=bool)
+        dead[ef[cap[el] <= 1e-9 * np.maximum(link_cap[el], 1.0)]] = True
+        r[dead] = 0.0
+        rate[sel] = r
+        np.subtract.at(cap, el, r[ef])
+        np.maximum(cap, 0.0, out=cap)
+    return rate
+
+
 class Sim:
     """Build a dependency graph of tasks on a :class:`fred.model.topology.Topology`, then ``run()``.
 
@@ -290,6 +314,8 @@ class Sim:
         self._bytes = _Grow(np.float64)
         self._path = _Grow(np.int32)
         self._label_of = _Grow(np.int32)
+        self._prio = _Grow(np.int32)
+        self._prio_cur = 0
         self._pred = _Grow(np.int64)
         self._succ = _Grow(np.int64)
         self._labels: list[str] = []
@@ -346,6 +372,7 @@ class Sim:
             self._bytes.append(nbytes)
             self._path.append(path)
             self._label_of.append(label_id)
+            self._prio.append(self._prio_cur)
         else:
             self._kind.fill(kind, k)
             self._dur.fill(dur, k)
@@ -358,6 +385,7 @@ class Sim:
             else:
                 self._path.extend(path)
             self._label_of.fill(label_id, k)
+            self._prio.fill(self._prio_cur, k)
         return first
 
     def _dep(self, pred, succ):
@@ -488,12 +516,30 @@ class Sim:
             self._dep(dl, t)
         return t
 
-    def transfer(self, src: int, dsts, nbytes: float, deps=(), label: str = "") -> TaskId:
+    def _with_priority(self, priority, fn, *a, **k):
+        try:
+            p = int(priority)
+        except (TypeError, ValueError):
+            raise ValueError(f"priority {priority!r} is not an integer") from None
+        old, self._prio_cur = self._prio_cur, p
+        try:
+            return fn(*a, **k)
+        finally:
+            self._prio_cur = old
+
+    def transfer(self, src: int, dsts, nbytes: float, deps=(), label: str = "", priority: int = 0) -> TaskId:
         """``nbytes`` from node ``src`` to ``dsts`` (an int: unicast; a list: one multicast tree).
 
         On a topology without multicast (``topo.multicast`` false) a list of destinations becomes
         one unicast copy per destination from ``src`` (the returned task joins them).
+        ``priority``: flows of a higher priority are served first on shared links (strict
+        priority; max-min fair within a priority), e.g. FRED-SPEC §4's MP > PP > DP.
         """
+        if priority:
+            return self._with_priority(priority, self._transfer, src, dsts, nbytes, deps, label)
+        return self._transfer(src, dsts, nbytes, deps, label)
+
+    def _transfer(self, src, dsts, nbytes, deps, label):
         nb = _check_bytes(nbytes)
         src = self.topo.check_node(src, "source")
         dl = self._deps_list(deps)
@@ -520,12 +566,17 @@ class Sim:
         self._dep(ids, j)
         return j
 
-    def reduce(self, srcs, dst: int, nbytes: float, deps=(), label: str = "") -> TaskId:
+    def reduce(self, srcs, dst: int, nbytes: float, deps=(), label: str = "", priority: int = 0) -> TaskId:
         """In-network reduction of ``nbytes`` from every node in ``srcs`` into ``dst`` (one tree flow).
 
         On a topology without in-network reduction each source sends its ``nbytes`` to ``dst``
-        (which adds them); the returned task joins those transfers.
+        (which adds them); the returned task joins those transfers. ``priority``: see transfer.
         """
+        if priority:
+            return self._with_priority(priority, self._reduce, srcs, dst, nbytes, deps, label)
+        return self._reduce(srcs, dst, nbytes, deps, label)
+
+    def _reduce(self, srcs, dst, nbytes, deps, label):
         nb = _check_bytes(nbytes)
         srcs = [self.topo.check_node(s, "source") for s in srcs]
         if not srcs:
@@ -550,7 +601,7 @@ class Sim:
         return j
 
     def collective(self, op: str, group, nbytes: float, deps=(), algorithm=None, chunks=None,
-                   label: str = "", **options) -> TaskId:
+                   label: str = "", priority: int = 0, **options) -> TaskId:
         """Expand collective ``op`` (one of :data:`OPS`) over NPU ``group`` into flows.
 
         ``algorithm=None`` picks the fabric default (mesh: hierarchical 2D with two chunks in
@@ -559,10 +610,13 @@ class Sim:
         (all run at once; the returned task completes when all are done). ``chunks=None`` is the
         algorithm's default (1; 4 for hier-ring/hierarchical; 16 for io-broadcast/io-reduce).
         Options: ``root`` (reduce/broadcast, default group[0]), ``io`` (I/O controller node ids
-        for io-* ops, default all).
+        for io-* ops, default all). ``priority``: see :meth:`transfer` (default 0: all equal).
         """
         from . import collectives
 
+        if priority:
+            return self._with_priority(priority, collectives.expand, self, op, group, nbytes, deps=deps,
+                                       algorithm=algorithm, chunks=chunks, label=label, **options)
         return collectives.expand(self, op, group, nbytes, deps=deps, algorithm=algorithm, chunks=chunks,
                                   label=label, **options)
 
@@ -574,6 +628,8 @@ class Sim:
         dur = self._dur.view()
         nbytes = self._bytes.view()
         path = self._path.view().astype(np.int64)
+        prio = self._prio.view()
+        multi_prio = prio.size > 0 and prio.min() != prio.max()
         pred = self._pred.view()
         succ = self._succ.view()
         topo = self.topo
@@ -624,6 +680,10 @@ class Sim:
             return fl, dl, now + dur[dl]
 
         slot = np.empty(N, dtype=np.int64)
+        pos = np.empty(N, dtype=np.int64)       # task id -> index in the active arrays
+        gone = np.zeros(N, dtype=bool)          # flow has sent its last byte
+        ent_task = np.zeros(0, dtype=np.int64)  # (flow, link) incidence of the active flows
+        ent_link = np.zeros(0, dtype=np.int64)
         pending = np.flatnonzero(indeg == 0)
         done_now = np.zeros(0, dtype=np.int64)
         while True:
@@ -636,6 +696,9 @@ class Sim:
                         act = np.concatenate([act, fl])
                         rem = np.concatenate([rem, nbytes[fl]])
                         rate = np.concatenate([rate, np.zeros(fl.size)])
+                        lk, ow = _gather(p_ptr, p_flat, path[fl])
+                        ent_task = np.concatenate([ent_task, fl[ow]])
+                        ent_link = np.concatenate([ent_link, lk])
                         dirty = True
                     if ti.size:
                         z = tt <= t
@@ -659,12 +722,18 @@ class Sim:
                 break
             events += 1
             if dirty and act.size:
-                links, owner = _gather(p_ptr, p_flat, path[act])
-                rate = maxmin_rates(owner, links, act.size, cap_link, p_cap[path[act]])
+                pos[act] = np.arange(act.size)
+                owner = pos[ent_task]
+                links = ent_link
+                if multi_prio:
+                    rate = _priority_rates(owner, links, act.size, cap_link, p_cap[path[act]], prio[act])
+                else:
+                    rate = maxmin_rates(owner, links, act.size, cap_link, p_cap[path[act]])
                 dirty = False
             # next event time
             if act.size:
-                tf = rem / rate
+                with np.errstate(divide="ignore"):
+                    tf = rem / rate          # a starved low-priority flow: inf
                 dtf = tf.min()
             else:
                 tf = None
@@ -679,6 +748,9 @@ class Sim:
                     fl = act[fin]
                     keep = ~fin
                     act, rem, rate = act[keep], rem[keep], rate[keep]
+                    gone[fl] = True
+                    ke = ~gone[ent_task]
+                    ent_task, ent_link = ent_task[ke], ent_link[ke]
                     dirty = True
                     lat = p_lat[path[fl]]
                     z = lat <= 0

@@ -29,7 +29,7 @@ def plot_breakdown(rows, path, title=None):
     for e in rows:
         if e.workload not in workloads:
             workloads.append(e.workload)
-    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows) / max(1, len(workloads)) * len(workloads) * 0.6), 4.2))
+    fig, ax = plt.subplots(figsize=(min(12.0, 2.5 + 0.42 * len(rows)), 4.4))
     x = 0.0
     ticks, labels, centers = [], [], []
     seen = set()
@@ -58,11 +58,12 @@ def plot_breakdown(rows, path, title=None):
     ax.set_xticks(ticks)
     ax.set_xticklabels(labels, rotation=45, fontsize=7)
     for cx, wn in centers:
-        ax.text(cx, -0.28, wn, ha="center", va="top", transform=ax.get_xaxis_transform(), fontsize=8)
+        ax.text(cx, -0.2, wn, ha="center", va="top", transform=ax.get_xaxis_transform(), fontsize=8)
     ax.set_ylabel("time / mesh iteration time")
+    ax.set_ylim(0, 1.22)
     if title:
-        ax.set_title(title, fontsize=8)
-    ax.legend(fontsize=7, loc="upper right")
+        ax.set_title(title.replace("; ", "\n"), fontsize=8)
+    ax.legend(fontsize=7, loc="upper center", ncol=6, frameon=False, bbox_to_anchor=(0.5, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -83,7 +84,7 @@ def plot_sweep(results, path, title=None):
             fabrics.append(r["fabric"])
     ok = [r for r in results if r.get("estimate") is not None]
     norm = max((r["estimate"].iteration_time / r["estimate"].minibatch for r in ok), default=1.0)
-    fig, ax = plt.subplots(figsize=(max(8, 0.7 * len(strategies) * len(fabrics)), 4.5))
+    fig, ax = plt.subplots(figsize=(min(12.0, 3.0 + 0.5 * len(strategies) * max(1, len(fabrics)) / 2), 4.6))
     width = 0.8 / max(1, len(fabrics))
     seen = set()
     for i, s in enumerate(strategies):
@@ -108,7 +109,7 @@ def plot_sweep(results, path, title=None):
     ax.set_xticklabels([s.replace("-", "\n") for s in strategies], fontsize=6)
     ax.set_ylabel("time per sample (normalised)")
     fab = " | ".join(f"{variant(f).display}{' (dark)' if j == len(fabrics) - 1 else ' (light)'}" for j, f in enumerate(fabrics))
-    ax.set_title((title + "\n" if title else "") + fab, fontsize=8)
+    ax.set_title((title.replace("; ", "\n") + "\n" if title else "") + fab, fontsize=8)
     ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

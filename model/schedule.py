@@ -11,32 +11,38 @@ Placement: worker (mp, dp, pp) sits on NPU ``mp + a * (pp + c * dp)``
 
 Weight-stationary mode (model states fit in HBM):
 
-* layers are split into ``c`` pipeline stages of balanced compute; within a stage consecutive
-  layers are merged into at most ``granularity`` chunks (compute and MP bytes summed);
+* layers are split into ``c`` pipeline stages of balanced compute;
 * Megatron MP: each attention and MLP block ends with an All-Reduce of its output activation in
   forward and of its input gradient in backward (2 + 2 per transformer layer), on the critical
-  path of the MP group;
+  path of the MP group; a stage's blocks for one microbatch are simulated as one compute task
+  followed by one All-Reduce of the summed bytes (same bytes and the same serial order of
+  compute and communication; only per-collective latency terms are merged);
 * PP: at a stage boundary one NPU of the MP group multicasts the activation (forward) or the
   gradient (backward) to the whole MP group of the neighbouring stage (paper §8.1, note 8);
 * pipeline schedule: **GPipe** (all microbatches forward, then all backward; gradients
-  accumulate; paper cites GPipe [Hua19] for its 8 microbatches);
-* DP: after the last microbatch's backward of a chunk, the chunk's gradients are All-Reduced
-  across the DP group (ZeRO-2: reduce-scatter + all-gather, the same bytes as an All-Reduce),
-  overlapping the remaining backward compute; DP collectives of a stage run one after another
-  (one communication stream); then an HBM-bound optimizer step on the NPU's 1/DP shard;
+  accumulate; the paper cites GPipe [Hua19] for its 8 microbatches);
+* DP: in the last microbatch's backward each stage is cut into DP buckets (its first layer
+  alone, then up to ``granularity - 1`` balanced chunks); a bucket's gradients are All-Reduced
+  across the DP group (ZeRO-2: reduce-scatter + all-gather, the same bytes as an All-Reduce) as
+  soon as they exist, overlapping the remaining backward compute and its MP traffic; a stage's
+  DP collectives run one after another (one communication stream); then an HBM-bound optimizer
+  step on the NPU's 1/DP shard; the iteration ends when every stage has stepped;
 * the next iteration's input minibatch is prefetched from the I/O controllers during this one.
 
 Weight-streaming mode (weights live off-wafer):
 
 * the model is streamed in per layer group: ``c`` consecutive layers at a time, one per PP
   stage (paper §7.3), each MP shard broadcast from the 18 I/O controllers to the ``b`` NPUs of
-  its DP group (``io-broadcast``); double-buffered (the next group streams while this one
-  computes); streamed again in reverse for backward; each layer's gradients are reduced across
-  DP on the way out to the I/O controllers (``io-reduce``);
+  its DP group (``io-broadcast``); double-buffered (a group streams while the previous one
+  computes); streamed again in reverse order for backward; each group's gradients are reduced
+  across DP on the way out to the I/O controllers (``io-reduce``);
 * MP All-Reduces as above; PP transfers between consecutive layers (stage c-1 hands back to
   stage 0 for the next layer group);
 * the input minibatch is loaded at the start of the iteration (the I/O controllers are busy
-  streaming during the previous one, so it cannot be prefetched -- paper §8.2).
+  streaming during the previous one, so it cannot be prefetched -- paper §8.2);
+* simulation cost: a pass over the layer groups is coarsened into at most ``stream_steps``
+  simulated steps (sizes 1, 2, ..., an even middle, ..., 2, 1 groups; the pipeline fill and
+  drain stay exact); inside a step the stream, compute, MP and PP bytes are summed.
 
 DP replicas are symmetric and are simulated in lockstep: one compute task stands for the same
 compute on every replica, and each collective task covers the groups of all replicas at once
@@ -63,7 +69,7 @@ KINDS = ("compute", "mp", "dp", "pp", "stream", "input")
 KIND_TITLES = {"compute": "compute", "mp": "MP", "dp": "DP", "pp": "PP", "stream": "weight streaming",
                "input": "input load"}
 DEFAULT_GRANULARITY = 4      # DP buckets in the last microbatch's backward, per stage
-DEFAULT_STREAM_STEPS = 6     # simulated steps per streaming pass (first and last layer group exact)
+DEFAULT_STREAM_STEPS = 4     # simulated folds per weight-streaming pass (see _fold / fold_plan)
 
 
 @dataclass
@@ -218,7 +224,9 @@ def _units(workload):
 def stationary_memory(workload, abc, microbatches, samples_per_replica, stage_layers=None):
     """Bytes per NPU in weight-stationary mode for the busiest stage: fp16 weights + ZeRO-2
     shards of gradients and Adam state (16 B/param in total, 2 B replicated, 14 B / DP) +
-    checkpointed layer-boundary activations of every microbatch in flight (GPipe)."""
+    checkpointed activations of every microbatch in flight (GPipe): one activation per layer
+    (per transformer layer: its input; ResNet: every layer's output). Recomputation FLOPs are
+    not charged (the paper charges none either)."""
     a, b, c = abc
     if stage_layers is None:
         stage_layers = _runs(list(workload.layers), _balanced_split([1.0] * len(workload.layers), c))
@@ -226,7 +234,7 @@ def stationary_memory(workload, abc, microbatches, samples_per_replica, stage_la
     for layers in stage_layers:
         p = sum(l.params for l in layers) / a
         states = p * (workload.dtype_bytes + (C.MODEL_STATE_BYTES_PER_PARAM - workload.dtype_bytes) / b)
-        acts = sum(l.act_bytes for l in layers) * samples_per_replica
+        acts = sum(l.act_bytes for l in layers if l.kind != "mlp") * samples_per_replica
         best = max(best, states + acts)
     return best
 
@@ -359,16 +367,14 @@ def _stationary(g, w, abc, m, mb, B, npu, G, notes, check_memory):
 
 
 def _fold(steps, S):
-    """Coarsen a pass of ``len(steps)`` layer groups into at most ``S`` simulated steps: the first
-    and last groups stay alone (pipeline fill and drain are exact), the middle ones are merged
-    in balanced runs. Returns a list of lists of layer groups."""
+    """Coarsen a pass of ``len(steps)`` layer groups into at most ``S`` simulated folds of
+    consecutive groups (balanced sizes). Returns a list of lists of layer groups."""
     n = len(steps)
-    if n <= S or S < 3:
-        return [[x] for x in steps] if n <= S else [steps]
-    mid = steps[1:-1]
-    k = S - 2
-    starts = _balanced_split([1.0] * len(mid), k)
-    return [[steps[0]]] + [mid[s:e] for s, e in zip(starts, starts[1:] + [len(mid)])] + [[steps[-1]]]
+    S = max(1, int(S))
+    if n <= S:
+        return [[x] for x in steps]
+    starts = _balanced_split([1.0] * n, S)
+    return [steps[s:e] for s, e in zip(starts, starts[1:] + [n])]
 
 
 def _streaming(g, w, abc, m, mb, B, npu, notes, S):
@@ -380,7 +386,7 @@ def _streaming(g, w, abc, m, mb, B, npu, notes, S):
     dpg = [_dp_groups(abc, s) for s in range(c)]
     # memory: two layer groups' weight shards (double buffer) must fit; activations are noted
     biggest = max(sum(l.params for l in u) for u in units) * dt / a
-    acts = sum(l.act_bytes for l in w.layers) * B / c
+    acts = sum(l.act_bytes for l in w.layers if l.kind != "mlp") * B / c
     mem = 2 * biggest + acts
     if 2 * biggest > npu.hbm_capacity:
         raise FredError(f"{w.name}: a streamed layer shard of {biggest / 1e9:.1f} GB does not fit twice in "
@@ -388,83 +394,113 @@ def _streaming(g, w, abc, m, mb, B, npu, notes, S):
     if mem > npu.hbm_capacity:
         notes.append(f"checkpointed activations ({acts / 1e9:.0f} GB/NPU) exceed HBM; assumed to fit as in the paper")
 
-    # simulated steps: per step and stage, the merged layers, PP bytes out of the stage (one
-    # boundary activation per folded layer group), and streamed bytes
-    steps = []
-    for fold in _fold(groups_, S):
-        st = []
+    def part(grps, s):
+        ls = [l for grp in grps if s < len(grp) for l in grp[s]]
+        return _chunk(ls, mb, a, npu, dt) if ls else None
+
+    def fold_plan(fold):
+        """Per stage: (head chunk or None, last chunk, PP bytes out); stream bytes of the first
+        group and of the rest. The first k-1 groups compute as soon as the first group's weights
+        are in; the last group waits for the whole fold -- for identical layer groups this gives
+        exactly the layer-by-layer finish time max(prev + k c, t + s + k c, t + k s + c)."""
+        k = len(fold)
+        head, last = fold[:-1], fold[-1:]
+        stages = []
         for s in range(c):
-            ls = [l for grp in fold if s < len(grp) for l in grp[s]]
-            if not ls:
+            lc = part(last, s)
+            if lc is None:
                 continue
-            ch = _chunk(ls, mb, a, npu, dt)
+            hc = part(head, s) if k > 1 else None
             pp_out = sum(grp[s][-1].act_bytes for grp in fold if s < len(grp)) * mb
-            st.append((ch, pp_out, ch.params * dt / a))
-        steps.append(st)
+            stages.append((hc, lc, pp_out))
+        wb = lambda grps: sum(l.params for grp in grps for u in grp for l in u) * dt / a / max(1, len(stages))
+        return stages, wb(fold[:1]), wb(fold[1:]), wb(head), wb(last)
 
     inp = g.coll("io-broadcast", mpg[0], B * w.input_bytes_per_sample, (), "input")
-    order = []          # compute-done task of each step, in processing order (fwd then bwd)
-    streams = []
+    last_stream = [None]
 
-    def stream(st, deps):
-        # every stage's shard at once (one collective; stages differ only by embedding/logits)
-        groups = [grp for s in range(len(st)) for grp in dpg[s]]
-        nbytes = sum(x[2] for x in st) / len(st)
-        return g.coll("io-broadcast", groups, nbytes, deps, "stream")
+    def stream(nbytes, nst):
+        # every stage's shard at once (one collective; stages differ only by embedding/logits);
+        # the I/O controllers stream continuously (prefetch limited by I/O bandwidth only)
+        if nbytes <= 0:
+            return last_stream[0]
+        groups = [grp for s in range(nst) for grp in dpg[s]]
+        t = g.coll("io-broadcast", groups, nbytes, [last_stream[0]], "stream")
+        last_stream[0] = t
+        return t
 
+    def run_stage_chain(hc, lc, t_in, prev, s_first, s_rest, phase):
+        mpb = (lambda ch: ch.mp_fwd) if phase == "fwd" else (lambda ch: ch.mp_bwd)
+        dur = (lambda ch: ch.fwd) if phase == "fwd" else (lambda ch: ch.bwd)
+        t = g.join([s_first, t_in, prev])
+        head_done = None
+        if hc is not None:
+            t = g.compute(dur(hc), [t], stage=s_idx[0])
+            head_done = t
+            if mpb(hc):
+                t = g.coll("all-reduce", mpg[s_idx[0]], mpb(hc), [t], "mp")
+        t = g.compute(dur(lc), [t, s_rest], stage=s_idx[0])
+        last_done = t
+        if mpb(lc):
+            t = g.coll("all-reduce", mpg[s_idx[0]], mpb(lc), [t], "mp")
+        return t, head_done, last_done
+
+    s_idx = [0]
+    folds = _fold(groups_, S)
+    plans = [fold_plan(f) for f in folds]
     last_on_stage = [None] * c
     # ---- forward
     prev_out = [inp] * m
-    for k, st in enumerate(steps):
-        s_task = stream(st, [streams[-1] if streams else None, order[-2] if len(order) >= 2 else None])
-        streams.append(s_task)
-        done_k = []
+    for k, (st, b1, b2, _, _) in enumerate(plans):
+        s1 = stream(b1, len(st))
+        s2 = stream(b2, len(st)) if b2 > 0 else s1
         for j in range(m):
             t_in = prev_out[j]
-            for s, (ch, pp_out, _) in enumerate(st):
-                t = g.join([s_task, t_in, last_on_stage[s]])
-                t = g.compute(ch.fwd, [t], stage=s)
-                if ch.mp_fwd:
-                    t = g.coll("all-reduce", mpg[s], ch.mp_fwd, [t], "mp")
+            for s, (hc, lc, pp_out) in enumerate(st):
+                s_idx[0] = s
+                t, _, _ = run_stage_chain(hc, lc, t_in, last_on_stage[s], s1, s2, "fwd")
                 last_on_stage[s] = t
-                more = s < len(st) - 1 or k < len(steps) - 1
-                if c > 1 and more:
-                    t_in = g.multicasts(_pp_pairs(abc, s, (s + 1) % c), pp_out, [t], "pp")
-                else:
-                    t_in = t
+                more = s < len(st) - 1 or k < len(plans) - 1
+                t_in = g.multicasts(_pp_pairs(abc, s, (s + 1) % c), pp_out, [t], "pp") if (c > 1 and more) else t
             prev_out[j] = t_in
-            done_k.append(t_in)
-        order.append(g.join(done_k + [x for x in last_on_stage if x is not None]))
+    fwd_end = g.join(prev_out + [x for x in last_on_stage if x is not None])
 
     # ---- backward (reverse order), gradients reduced over DP on their way out
-    prev_in = [order[-1]] * m
-    last_out = None
-    for k in reversed(range(len(steps))):
-        st = steps[k]
-        s_task = stream(st, [streams[-1], order[-2] if len(order) >= 2 else None])
-        streams.append(s_task)
-        done_k = []
+    prev_in = [fwd_end] * m
+    last_out = [None]
+
+    def grads_out(nbytes, nst, dep):
+        if nbytes <= 0 or dep is None:
+            return
+        groups = [grp for s in range(nst) for grp in dpg[s]]
+        last_out[0] = g.coll("io-reduce", groups, nbytes, [dep, last_out[0]], "stream")
+
+    rplans = [fold_plan(list(reversed(f))) for f in reversed(folds)]
+    for k, (st, b1, b2, bh, bl) in enumerate(rplans):
+        s1 = stream(b1, len(st))
+        s2 = stream(b2, len(st)) if b2 > 0 else s1
+        heads, lasts = [], []
         for j in range(m):
             t_in = prev_in[j]
             for s in reversed(range(len(st))):
-                ch = st[s][0]
-                t = g.join([s_task, t_in, last_on_stage[s]])
-                t = g.compute(ch.bwd, [t], stage=s)
-                if ch.mp_bwd:
-                    t = g.coll("all-reduce", mpg[s], ch.mp_bwd, [t], "mp")
+                hc, lc, _ = st[s]
+                s_idx[0] = s
+                t, hd, ld = run_stage_chain(hc, lc, t_in, last_on_stage[s], s1, s2, "bwd")
+                if j == m - 1:
+                    heads.append(hd)
+                    lasts.append(ld)
                 last_on_stage[s] = t
-                if c > 1 and (s > 0 or k > 0):
-                    src = st[s - 1] if s > 0 else steps[k - 1][-1]
-                    t_in = g.multicasts(_pp_pairs(abc, s, (s - 1) % c), src[1], [t], "pp")
+                if c > 1 and (s > 0 or k < len(rplans) - 1):
+                    src = st[s - 1] if s > 0 else rplans[k + 1][0][-1]
+                    t_in = g.multicasts(_pp_pairs(abc, s, (s - 1) % c), src[2], [t], "pp")
                 else:
                     t_in = t
             prev_in[j] = t_in
-            done_k.append(t)
-        step_done = g.join(done_k + [x for x in last_on_stage if x is not None])
-        order.append(step_done)
-        groups = [grp for s in range(len(st)) for grp in dpg[s]]
-        last_out = g.coll("io-reduce", groups, sum(x[2] for x in st) / len(st), [step_done, last_out], "stream")
-    g.join([last_out, order[-1]])
+        # the head groups' gradients leave once the head is computed, the last group's after it
+        hd = [x for x in heads if x is not None]
+        grads_out(bh, len(st), g.join(hd) if hd else None)
+        grads_out(bl, len(st), g.join(lasts))
+    g.join([last_out[0]] + [x for x in last_on_stage if x is not None])
     return mem
 
 

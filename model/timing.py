@@ -44,7 +44,10 @@ class TimingFileError(FredError, ValueError):
 
 
 def _fix(path) -> str:
-    target = path if path and not str(path).startswith("<") else "FILE"
+    if path and str(path).startswith("<embedded"):
+        target = f"sim/data/{DEFAULT_NAME}"
+    else:
+        target = path if path and not str(path).startswith("<") else "FILE"
     return f"regenerate it with `fred characterize -o {target}`"
 
 
@@ -177,7 +180,7 @@ def load_timing(path=None) -> TimingFile:
             text = res.read_text()
         except (FileNotFoundError, OSError):
             raise TimingFileError(f"timing file {name}: missing from the installed package; "
-                                  f"{_fix(None)} and pass it with --timing") from None
+                                  f"{_fix(name)}") from None
         embedded = True
     else:
         name = str(path)

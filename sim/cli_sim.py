@@ -7,8 +7,8 @@ Example::
 prints, per mode, the beats checked bit-exact against the golden model, the latency (cycles)
 and the throughput (beats per cycle per port at zero back-pressure), and exits 0; a failing
 regression prints the failure on one line (with the seed and the log file) and exits 1.
-``--middle`` is validated but ignored for ``rd`` (always 2 x 2). ``--waves`` writes
-``dump.vcd`` into the run folder it prints. The seed is also taken from ``FRED_SEED``.
+``--middle`` is validated but ignored for ``rd`` (always 2 x 2). ``--waves`` builds with tracing
+and prints where ``dump.vcd`` is (Verilator writes it in the build folder, ``*-waves``). The seed is also taken from ``FRED_SEED``.
 """
 
 from __future__ import annotations
@@ -44,17 +44,20 @@ def add_arguments(parser):
 
 
 def run(args):
-    from fred.hdl.cells import CELL_CLASSES, build_cell
+    from pathlib import Path
+
+    from fred.hdl.cells import CELL_CLASSES, check_cell_params
     from fred.sim.bench_cells import representative_modes, run_cell_regression
 
     # validate everything before the (slow) build: one-line errors for bad input
-    cell = build_cell(args.kind, m=args.middle, lanes=args.lanes, dtype=args.dtype)
+    check_cell_params(args.kind, args.middle, args.lanes, args.dtype)
     if args.beats < 1:
         raise ValueError(f"beats must be >= 1, got {args.beats}")
-    modes = (CELL_CLASSES[args.kind].all_modes(cell.m) if args.all_modes
-             else representative_modes(args.kind, cell.m))
+    m = 2 if args.kind == "rd" else args.middle
+    modes = (CELL_CLASSES[args.kind].all_modes(m) if args.all_modes
+             else representative_modes(args.kind, m))
     try:
-        rep = run_cell_regression(args.kind, m=cell.m, lanes=cell.lanes, dtype=cell.dtype.name,
+        rep = run_cell_regression(args.kind, m=args.middle, lanes=args.lanes, dtype=args.dtype,
                                   beats=args.beats, seed=args.seed, modes=modes,
                                   waves=args.waves or None)
     except AssertionError as exc:
@@ -62,5 +65,9 @@ def run(args):
         print(f"fred: sim cell {args.kind}: FAILED: {msg}", file=sys.stderr)
         return 1
     print(rep.table())
-    print(f"run folder: {rep.run_dir}" + (" (dump.vcd)" if args.waves else ""))
+    print(f"run folder: {rep.run_dir}")
+    if args.waves:
+        run_dir = Path(rep.run_dir)
+        vcd = [p for p in (run_dir / "dump.vcd", run_dir.parent / "dump.vcd") if p.exists()]
+        print(f"waves: {vcd[0] if vcd else 'dump.vcd not found'}")
     return 0

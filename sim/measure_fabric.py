@@ -58,18 +58,19 @@ def _source_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def fabric_verilog(ports, middle, lanes, dtype, fault=None, name=TOP) -> str:
-    """Verilog text of ``Fabric(ports, middle, lanes, dtype, fault=fault)`` (disk-cached)."""
-    from fred.hdl.fabric import Fabric, check_fabric_params
-    from fred.hdl.verilog import emit
+def fabric_verilog(ports, middle, lanes, dtype, fault=None, name=TOP, shared=True) -> str:
+    """Verilog text of ``Fabric(ports, middle, lanes, dtype, fault=fault)`` (disk-cached), by
+    :func:`fred.hdl.fabric.fabric_verilog_text` (``shared``: one module per cell kind)."""
+    from fred.hdl.fabric import check_fabric_params, fabric_verilog_text
     from fred.sim.toolchain import build_root
 
     check_fabric_params(ports, middle, lanes, dtype)
-    key = f"p{ports}-m{middle}-l{lanes}-{dtype}-{fault or 'ok'}-{name}-{_source_digest()}"
+    key = (f"p{ports}-m{middle}-l{lanes}-{dtype}-{fault or 'ok'}-{name}-{'shared' if shared else 'flat'}-"
+           f"{_source_digest()}")
     cache = build_root() / "fabric-verilog" / f"{key}.v"
     if cache.exists():
         return cache.read_text()
-    text = emit(Fabric(ports, middle, lanes, dtype, fault=fault), name)
+    text = fabric_verilog_text(ports, middle, lanes, dtype, name, fault=fault, shared=shared)
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_suffix(f".tmp{random.randrange(1 << 30)}")
     tmp.write_text(text)
@@ -79,12 +80,12 @@ def fabric_verilog(ports, middle, lanes, dtype, fault=None, name=TOP) -> str:
 
 def run_fabric(ports, middle, lanes, dtype, phases, *, seed=None, beats=64, idle=0.0, stall=0.0,
                specials="mixed", labels=None, config_phases=None, fault=None, max_cycles=None,
-               tag=None) -> dict:
+               tag=None, shared=True) -> dict:
     """Run the fabric bench on ``phases`` (each a list of flow strings); return its measurements
     (the dict sim/bench_fabric.py writes). Raises AssertionError when the bench fails."""
     from fred.sim.toolchain import run_bench
 
-    text = fabric_verilog(ports, middle, lanes, dtype, fault)
+    text = fabric_verilog(ports, middle, lanes, dtype, fault, shared=shared)
     phases = [[str(f) for f in ph] for ph in phases]
     with tempfile.TemporaryDirectory(prefix="fred-fabric-") as tmp:
         out = Path(tmp) / "result.json"
@@ -98,7 +99,8 @@ def run_fabric(ports, middle, lanes, dtype, phases, *, seed=None, beats=64, idle
         if max_cycles:
             config["max_cycles"] = int(max_cycles)
         run_bench(verilog=text, toplevel=TOP, test_module="fred.sim.bench_fabric",
-                  tag=tag or f"fabric-p{ports}-m{middle}-l{lanes}-{dtype}{'-' + fault if fault else ''}",
+                  tag=tag or (f"fabric-p{ports}-m{middle}-l{lanes}-{dtype}{'-' + fault if fault else ''}"
+                              f"{'' if shared else '-flat'}"),
                   config=config, seed=seed)
         return json.loads(out.read_text())
 
@@ -154,13 +156,6 @@ def measure_fabric(ports, middle, lanes=4, dtype="fp16", seed=1, beats=200,
                      "inputs_min": min(i), "outputs_min": min(o)}
     # offered load sweep under random back-pressure
     points = []
-    sweep_phases, sweep_labels = [], []
-    for load in loads:
-        ph = []
-        for kind in KINDS:
-            sweep_phases.append(flows[kind])
-            sweep_labels.append(f"{kind}@{load}")
-        del ph
     for load in loads:
         r = run_fabric(ports, middle, lanes, dtype, [flows[k] for k in KINDS], seed=seed + 1,
                        beats=sweep_beats, idle=round(1.0 - load, 6), stall=stall,

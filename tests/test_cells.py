@@ -335,3 +335,26 @@ def test_ports():
     rd = RDCell(3, "fp32")
     assert len(rd.i) == 2 and len(rd.o) == 2
     assert Shape.cast(rd.signature.members["config"].shape).width == 3
+
+
+# ---- the golden model on hand-worked examples ----------------------------------------------
+
+def test_golden_cells_examples():
+    one, nan_payload, inf, ninf = 0x3C00, 0x7C01, 0x7C00, 0xFC00
+    a = np.array([[one, nan_payload], [inf, 0x0001]], dtype=np.uint32)
+    b = np.array([[one, one], [ninf, 0x8001]], dtype=np.uint32)
+    s0, s1 = gc.expected_outputs("rd", RDMode.SUM1, [a, b], "fp16")
+    assert s0.shape == (0, 2)
+    assert s1.tolist() == [[0x4000, 0x7E00], [0x7E00, 0x0000]]   # 1+1, NaN, inf-inf, x + -x
+    p0, p1 = gc.expected_outputs("rd", RDMode.CROSS, [a, b], "fp16")
+    assert p0.tolist() == b.tolist() and p1.tolist() == a.tolist()  # payloads untouched
+    outs = gc.expected_outputs("r", RMode((2, None), reduce=True), [a, b[:1]], "fp16", m=3)
+    assert [len(o) for o in outs] == [0, 0, 1]                      # a sum pairs beats
+    outs = gc.expected_outputs("d", DMode((1, 1)), [None, a, b], "fp16", m=3)
+    assert outs[0].tolist() == outs[1].tolist() == a.tolist()
+    i32 = gc.expected_outputs("rd", "sum_both", [[[0x7FFFFFFF]], [[1]]], "int32")
+    assert i32[0].tolist() == i32[1].tolist() == [[0x80000000]]
+    assert gc.used_inputs("d", DMode((3, None)), 4) == [3]
+    assert gc.used_outputs("r", RMode((None, 1)), 2) == [1]
+    with pytest.raises(ValueError, match="out of range"):
+        gc.routes("d", DMode((0, 5)), 4)

@@ -71,7 +71,9 @@ _FULL = [("rd", 2, dt, ln) for dt in dtype_names() for ln in (1, 4, 32)] + \
 @pytest.mark.parametrize("params", _FULL, ids=[_id(p) for p in _FULL])
 def test_cell_regression_full(params):
     kind, m, dtype, lanes = params
-    modes = CELL_CLASSES[kind].all_modes(m)
+    # every mode of every cell is checked exhaustively (fewer beats) under amaranth.sim in
+    # tests/test_cells.py and with `fred sim cell --all-modes`; here the representative set
+    modes = representative_modes(kind, m)
     rep = run_cell_regression(kind, m=m, lanes=lanes, dtype=dtype, beats=BEATS, modes=modes)
     print(rep.table())
     _check_report(rep, kind, m, dtype, lanes, modes)

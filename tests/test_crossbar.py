@@ -1,0 +1,106 @@
+"""The output-reducing crossbar baseline: config, golden order, and cocotb runs (throughput,
+bit-exact results, back-pressure, a checker that can fail)."""
+
+import numpy as np
+import pytest
+
+from fred.hdl.crossbar import (Crossbar, crossbar_config, crossbar_latency, crossbar_throughput,
+                               tree_order)
+from fred.sim.bench_crossbar import default_flows, golden_crossbar, measure_crossbar
+from fred.sim.golden_elem import add
+
+
+def test_config_word():
+    # flow 0: inputs 0,1 -> outputs 0,1 ; flow 1: input 2 -> output 3
+    w = crossbar_config(4, [([0, 1], [0, 1]), ([2], [3])])
+    assert w == (0b0011 << 0) | (0b0011 << 4) | (0b0100 << 12)
+
+
+@pytest.mark.parametrize("flows,needle", [
+    ([([0, 4], [0])], "input port 4 out of range"),
+    ([([0], [-1])], "output port -1 out of range"),
+    ([([0, 1], [0]), ([1], [2])], "input port 1 used by two flows"),
+    ([([0], [2]), ([1], [2])], "output port 2 used by two flows"),
+    ([([], [0])], "empty port set"),
+])
+def test_bad_config(flows, needle):
+    with pytest.raises(ValueError, match=needle):
+        crossbar_config(4, flows)
+
+
+@pytest.mark.parametrize("args,needle", [
+    ((1, 4, "fp16", "tree"), "ports must be an integer >= 2"),
+    ((4, 0, "fp16", "tree"), "lanes must be an integer >= 1"),
+    ((4, 4, "fp16", "ring"), "unknown crossbar variant"),
+    ((4, 4, "fp64", "tree"), "fp64"),
+])
+def test_bad_parameters(args, needle):
+    with pytest.raises(ValueError, match=needle):
+        Crossbar(*args)
+
+
+def test_tree_order_and_figures():
+    assert tree_order(4) == ((0, 1), (2, 3))
+    assert tree_order(5) == (((0, 1), (2, 3)), 4)
+    assert crossbar_latency(12, "fp16", "tree", 12) == 4 * 3
+    assert crossbar_latency(12, "fp16", "tree", 1) == 1
+    assert crossbar_throughput("serial", 12) == pytest.approx(1 / 11)
+    assert crossbar_throughput("tree", 12) == 1.0
+    assert Crossbar(12, 1, "fp16", "tree").adders_per_output == 11
+    assert Crossbar(12, 1, "fp16", "serial").adders_per_output == 1
+
+
+def test_golden_orders():
+    rng = np.random.default_rng(0)
+    data = {k: rng.integers(0, 1 << 16, (5, 2)).astype(np.uint32) for k in range(4)}
+    ser = golden_crossbar("fp16", 4, "serial", [0, 1, 3], data)
+    assert (ser == add("fp16", add("fp16", data[0], data[1]), data[3])).all()
+    tree = golden_crossbar("int32", 4, "tree", [0, 1, 2, 3], data)
+    assert (tree == (data[0] + data[1] + data[2] + data[3]) & 0xFFFFFFFF).all()
+    # the tree pads an absent input with -0, which is exact: x + -0 == x
+    t3 = golden_crossbar("fp16", 4, "tree", [0, 1, 2], data)
+    assert (t3 == add("fp16", add("fp16", data[0], data[1]), data[2])).all() | \
+        np.isnan(t3.astype(np.uint16).view(np.float16))
+    assert (golden_crossbar("fp16", 4, "tree", [2], data) == data[2]).all()
+
+
+def _rates(r):
+    return [f["beats_per_cycle"] for f in r["flows"]]
+
+
+def test_tree_crossbar_line_rate_and_exact():
+    # All-Reduce over 3 ports plus a unicast, concurrently; zero back-pressure
+    r = measure_crossbar(4, "tree", [([0, 1, 2], [0, 1, 2]), ([3], [3])], lanes=1, beats=48, seed=3)
+    assert _rates(r) == [1.0, 1.0]
+    assert r["flows"][0]["latency_max"] == crossbar_latency(4, "fp16", "tree", 3) == 6
+    assert r["flows"][1]["latency_max"] == 1
+    # random back-pressure and idle sources: nothing lost, duplicated or wrong
+    measure_crossbar(4, "tree", default_flows("all-reduce", 4), lanes=1, beats=48,
+                     idle=0.3, stall=0.4, seed=4)
+
+
+def test_serial_crossbar_rate_and_exact():
+    r = measure_crossbar(4, "serial", default_flows("all-reduce", 4), lanes=1, beats=48, seed=5)
+    assert _rates(r)[0] == pytest.approx(1 / 3, rel=0.05)       # 1/(P-1) of line rate
+    r = measure_crossbar(4, "serial", [([0, 2], [1]), ([1], [0, 2, 3])], lanes=1, beats=48,
+                         seed=6, idle=0.2, stall=0.3)
+    assert 0 < _rates(r)[0] <= 1.0 and 0 < _rates(r)[1] <= 1.0
+
+
+def test_checker_can_fail():
+    with pytest.raises(AssertionError, match="cocotb tests failed"):
+        measure_crossbar(4, "serial", default_flows("all-reduce", 4), lanes=1, beats=16, seed=5,
+                         corrupt=3)
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("variant", ["tree", "serial"])
+@pytest.mark.parametrize("kind", ["all-reduce", "reduce", "multicast", "unicast"])
+@pytest.mark.parametrize("ports", [5, 8])
+def test_crossbar_matrix(variant, kind, ports):
+    r = measure_crossbar(ports, variant, default_flows(kind, ports), lanes=2, beats=64, seed=7)
+    n = ports if kind in ("all-reduce", "reduce") else 1
+    for f in r["flows"]:
+        assert f["beats_per_cycle"] == pytest.approx(crossbar_throughput(variant, n), rel=0.1)
+    measure_crossbar(ports, variant, default_flows(kind, ports), lanes=2, beats=64, seed=8,
+                     idle=0.3, stall=0.3)

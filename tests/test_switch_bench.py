@@ -1,0 +1,113 @@
+"""Verilator regression of the whole FRED switch (sim/bench_switch.py) with the FRED fabric."""
+
+import os
+
+import pytest
+
+from fred.hdl import packet as pk
+from fred.hdl.flows import Flow
+from fred.sim.golden_switch import phases_to_json
+from fred.sim.toolchain import run_bench
+
+PHASES4 = {
+    0: (pk.VC_DP, [Flow({0, 1, 2, 3}, {0, 1, 2, 3})]),
+    1: (pk.VC_DP, [Flow({0, 1}, {2}), Flow({2, 3}, {3})]),
+    2: (pk.VC_MP, [Flow({0, 1}, {0, 1}), Flow({2, 3}, {2, 3})]),
+    3: (pk.VC_PP, [Flow({0}, {2}), Flow({1}, {3}), Flow({2}, {0, 1})]),
+    4: (pk.VC_PP, [Flow({3}, {1})]),
+}
+PHASES5 = {
+    0: (pk.VC_DP, [Flow({0, 1, 2, 3, 4}, {0, 1, 2, 3, 4})]),
+    1: (pk.VC_MP, [Flow({0, 1}, {0, 1}), Flow({2, 3, 4}, {2, 3, 4})]),
+    2: (pk.VC_PP, [Flow({4}, {0, 1}), Flow({0}, {4}), Flow({2}, {3})]),
+    3: (pk.VC_MP, [Flow({3, 4}, {3})]),
+    5: (pk.VC_DP, [Flow({1}, {2})]),
+}
+
+
+def build(P=4, lanes=2, dtype="int32", fabric="fred", depth=12, ctrl_depth=2, max_len=4,
+          entries=8):
+    from fred.hdl.switch import Switch
+    from fred.hdl.verilog import emit
+    sw = Switch(P, 3, lanes, dtype, data_depth=depth, ctrl_depth=ctrl_depth, max_len=max_len,
+                table_entries=entries, fabric=fabric, out_credits=(0, 0, 0, 0))
+    return sw, emit(sw, "fred_switch")
+
+
+_CACHE = {}
+
+
+def bench_config(P=4, lanes=2, dtype="int32", fabric="fred", phases=None, **kw):
+    key = (P, lanes, dtype, fabric)
+    if key not in _CACHE:
+        _CACHE[key] = build(P, lanes, dtype, fabric)
+    sw, verilog = _CACHE[key]
+    phases = phases or (PHASES4 if P == 4 else PHASES5)
+    L = sw.layout
+    bad_cfg = [
+        L.cfg_word(sw.capacity + 1, sw.table_entry(pk.VC_DP, [Flow({0}, {1})])),  # out of range
+        L.cfg_word(pk.DEFAULT_PHASE, sw.table_entry(pk.VC_DP, [Flow({0}, {1})])),  # reserved
+        L.cfg_word(6, sw.table_entry(pk.VC_DP, [Flow({0}, {1})]) | pk.VC_CTRL),   # CTRL VC
+        L.cfg_word(6, 1),                                                          # empty masks
+    ]
+    cfg = {
+        "ports": P, "middle": 3, "lanes": lanes, "dtype": dtype, "fabric": sw.fabric_kind,
+        "depths": list(sw.depths), "max_len": sw.max_len, "credit_bits": sw.credit_bits,
+        "phases": phases_to_json(phases), "cfg_words": sw.cfg_words(phases),
+        "bad_cfg_words": bad_cfg, "unknown_phase": 7,
+        "rounds": 12, "ctrl_rate": 0.3, "bad_rate": 0.2, "skew": 40, "idle": 0.2, "stall": 0.3,
+        "rx_credits": [8, 8, 8, 2], "credit_delay": 12, "starve": 0.01, "starve_len": 60,
+        "bound": 4000, "max_cycles": 60_000,
+    }
+    cfg.update(kw)
+    return verilog, cfg
+
+
+def run(testcase, seed, **kw):
+    verilog, cfg = bench_config(**kw)
+    tag = f"switch-p{cfg['ports']}-{cfg['dtype']}-{cfg['fabric']}"
+    return run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.bench_switch",
+                     tag=tag, config=cfg, seed=seed, testcase=testcase)
+
+
+def test_switch_random_p4():
+    run("switch_random", 1, P=4)
+
+
+def test_switch_priority_p4():
+    run("switch_priority", 2, P=4, rounds=2, ctrl_rate=0.0, bad_rate=0.0, rx_credits=[120, 120, 120, 4], credit_burst=31)
+
+
+def test_switch_random_p5():
+    run("switch_random", 3, P=5, rounds=10)
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("seed", [4, 5])
+def test_switch_random_p5_fp16(seed):
+    run("switch_random", seed, P=5, lanes=4, dtype="fp16", rounds=20, max_cycles=200_000)
+
+
+def test_switch_priority_checker_can_fail():
+    with pytest.raises(AssertionError, match="cocotb tests failed"):
+        run("switch_priority", 2, P=4, rounds=2, ctrl_rate=0.0, bad_rate=0.0,
+            rx_credits=[120, 120, 120, 4], credit_burst=31, expect_prio_reversed=True)
+
+
+def test_switch_checker_can_fail():
+    with pytest.raises(AssertionError, match="cocotb tests failed"):
+        run("switch_random", 1, P=4, rounds=3, expect_corrupt=True)
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("seed", range(10, 16))
+@pytest.mark.parametrize("P", [4, 5])
+def test_switch_soak(P, seed):
+    run("switch_random", seed, P=P, rounds=60, max_cycles=400_000, bound=20_000)
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("seed", range(20, 24))
+def test_switch_priority_soak(seed):
+    run("switch_priority", seed, P=5, rounds=2, ctrl_rate=0.0, bad_rate=0.0,
+        rx_credits=[120, 120, 120, 4], credit_burst=31)
