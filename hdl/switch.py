@@ -36,7 +36,9 @@ Operation
 * **Rounds**: one phase is active at a time. A *round* moves one packet from each input of the
   phase through the fabric: headers are taken, each output sends a header (phase, VC, length,
   and the sequence number of the lowest input port of its flow) then the ``L`` summed data flits.
-  The round ends when every output has sent its packet (the fabric is then drained).
+  While the phase stays selected, its next round starts as soon as the inputs have fed the
+  current one (outputs queue it and send it back to back). Before a different phase starts,
+  every output has sent its packets (the fabric is drained).
 * **Priority / preemption**: between rounds (i.e. at packet boundaries) the control unit starts
   the highest-priority ready phase, MP > PP > DP; a phase keeps running while it stays ready
   and nothing of higher priority is ready (a higher VC waiting only for output credits does not
@@ -136,6 +138,9 @@ class Switch(wiring.Component):
         self.config_settle = config_settle
         self.counter_bits = counter_bits
 
+        if table_entries is not None and not 1 <= table_entries <= DEFAULT_PHASE:
+            raise ValueError(f"table capacity {table_entries} must be 1..{DEFAULT_PHASE} entries "
+                             f"(index {DEFAULT_PHASE} is the reserved default)")
         if fabric == "auto":
             fabric = "fred" if fabric_available() else "ideal"
         if fabric not in ("fred", "ideal"):
@@ -337,7 +342,7 @@ class Switch(wiring.Component):
                 here = hv(p, v) & (f_phase(hw(p, v)) == lat_phase[v]) & \
                     (f_len(hw(p, v)) == lat_len[v])
                 ready = ready & (~e_in(le)[p] | here)
-                credok = credok & (~e_out(le)[p] | (outs[p].credits[v] >= lat_len[v] + 1))
+                credok = credok & (~e_out(le)[p] | (outs[p].avail[v] >= lat_len[v] + 1))
             m.d.comb += [rdy[v].eq(lat_valid[v] & ready), go[v].eq(rdy[v] & credok)]
             # age: cycles the scanner has searched VC v without latching (saturates at P); a
             # lower-priority VC may only start once every pending higher VC had a full sweep
@@ -379,8 +384,12 @@ class Switch(wiring.Component):
                              sel_len.eq(lat_len[v])]
         settle = Signal(range(self.config_settle + 2))
         all_idle = Const(1)
+        feeders_done = Const(1)
+        can_queue = Const(1)
         for p in range(P):
             all_idle = all_idle & ~ports[p].busy & outs[p].idle
+            feeders_done = feeders_done & ~ports[p].busy
+            can_queue = can_queue & outs[p].can_queue
         start = Signal()
         m.d.comb += self.round_start.eq(start)
         with m.FSM(name="seq"):
@@ -400,7 +409,12 @@ class Switch(wiring.Component):
                 with m.Else():
                     m.d.sync += settle.eq(settle - 1)
             with m.State("RUN"):
-                with m.If(all_idle):
+                # the same phase continues: start its next round as soon as the inputs have
+                # fed this one (outputs queue it behind the current packet; same configuration)
+                with m.If(sel_any & (sel_vc == act_vc) & (sel_phase == act_phase) & cfg_loaded
+                          & (cfg_phase == sel_phase) & feeders_done & can_queue):
+                    m.d.comb += start.eq(1)
+                with m.Elif(all_idle):
                     m.d.sync += busy.eq(0)
                     m.next = "IDLE"
         # round start: take the headers, start every output of the phase

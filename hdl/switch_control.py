@@ -182,10 +182,13 @@ class PhaseTable(wiring.Component):
 class OutputPort(wiring.Component):
     """One switch output: link out, credit counters per VC, control queue, round sequencing.
 
-    A *round* is started with ``start`` (only while ``idle``): the port sends ``start_hdr`` as a
-    header flit on VC ``start_vc``, then forwards exactly ``start_len`` data flits from ``fd``
-    (the fabric output), ``last`` on the final one, and is ``idle`` again the cycle after the
-    final flit left. The scheduler starts a round only when ``credits[vc] >= start_len + 1``.
+    A *round* is started with ``start``: the port sends ``start_hdr`` as a header flit on VC
+    ``start_vc``, then forwards exactly ``start_len`` data flits from ``fd`` (the fabric
+    output), ``last`` on the final one. A ``start`` while a round is in progress (allowed while
+    ``can_queue``) queues the next round, which follows the current one back to back (same
+    phase: the fabric may already hold its data). ``idle`` = no round in progress or queued.
+    ``avail[v]`` = credits not yet promised to the current and queued rounds; the scheduler
+    starts a round only when ``avail[vc] >= start_len + 1``.
 
     Control packets (header-only) are queued with ``ctrl_push``/``ctrl_word`` while
     ``ctrl_space``; they go out between packets (before a round's header, never inside a packet)
@@ -205,8 +208,9 @@ class OutputPort(wiring.Component):
             "credit_i": In(data.ArrayLayout(credit_in_bits, 4)),
             "fd": In(stream.Signature(flit_bits)),
             "start": In(1), "start_hdr": In(HEADER_BITS), "start_len": In(8), "start_vc": In(2),
-            "idle": Out(1),
+            "idle": Out(1), "can_queue": Out(1),
             "credits": Out(data.ArrayLayout(self.cw, 4)),
+            "avail": Out(data.ArrayLayout(self.cw, 4)),
             "ctrl_push": In(1), "ctrl_word": In(HEADER_BITS), "ctrl_space": Out(1),
         })
 
@@ -225,7 +229,16 @@ class OutputPort(wiring.Component):
         hdr = Signal(HEADER_BITS)
         vcr = Signal(2)
         lock = Signal(2)       # 0 none, 1 ctrl offered and waiting, 2 header offered and waiting
-        m.d.comb += self.idle.eq(state == IDLE)
+        p_valid = Signal()     # a queued next round (same phase, started while this one runs)
+        p_hdr = Signal(HEADER_BITS)
+        p_len = Signal(8)
+        p_vc = Signal(2)
+        m.d.comb += [self.idle.eq((state == IDLE) & ~p_valid), self.can_queue.eq(~p_valid)]
+        owed_cur = Signal(9)
+        m.d.comb += owed_cur.eq(Mux(state == HDR, rem + 1, Mux(state == DATA, rem, 0)))
+        for v in range(4):
+            m.d.comb += self.avail[v].eq(cred[v] - Mux(vcr == v, owed_cur, 0)
+                                         - Mux(p_valid & (p_vc == v), p_len + 1, 0))
 
         boundary = state != DATA
         ctrl_ok = cq.r_rdy & (cred[VC_CTRL] != 0)
@@ -253,20 +266,29 @@ class OutputPort(wiring.Component):
             m.d.sync += lock.eq(0)
 
         sent = Signal(4)
+        finishing = Signal()
         with m.If(fire):
             with m.If(sel_ctrl):
                 m.d.comb += [cq.r_en.eq(1), sent[VC_CTRL].eq(1)]
             with m.Elif(sel_hdr):
-                m.d.comb += sent.bit_select(vcr, 1).eq(1)
-                m.d.sync += state.eq(Mux(rem == 0, IDLE, DATA))
+                m.d.comb += [sent.bit_select(vcr, 1).eq(1), finishing.eq(rem == 0)]
+                m.d.sync += state.eq(DATA)
             with m.Else():
-                m.d.comb += sent.bit_select(vcr, 1).eq(1)
+                m.d.comb += [sent.bit_select(vcr, 1).eq(1), finishing.eq(rem == 1)]
                 m.d.sync += rem.eq(rem - 1)
-                with m.If(rem == 1):
-                    m.d.sync += state.eq(IDLE)
+        with m.If(finishing):
+            with m.If(p_valid):
+                m.d.sync += [state.eq(HDR), hdr.eq(p_hdr), rem.eq(p_len), vcr.eq(p_vc),
+                             p_valid.eq(0)]
+            with m.Else():
+                m.d.sync += state.eq(IDLE)
         with m.If(self.start):
-            m.d.sync += [state.eq(HDR), hdr.eq(self.start_hdr), rem.eq(self.start_len),
-                         vcr.eq(self.start_vc)]
+            with m.If((state == IDLE) | (finishing & ~p_valid)):
+                m.d.sync += [state.eq(HDR), hdr.eq(self.start_hdr), rem.eq(self.start_len),
+                             vcr.eq(self.start_vc)]
+            with m.Else():
+                m.d.sync += [p_valid.eq(1), p_hdr.eq(self.start_hdr), p_len.eq(self.start_len),
+                             p_vc.eq(self.start_vc)]
         for v in range(4):
             m.d.sync += cred[v].eq(cred[v] + self.credit_i[v] - sent[v])
         return m

@@ -17,6 +17,7 @@ def main():
     t_table, c_table = time.perf_counter() - t0, time.process_time() - c0
     print(f"bench_training: full estimate table, {len(rows)} cells (4 workloads x 5 fabrics): "
           f"{t_table:.2f} s wall, {c_table:.2f} s CPU (target < 10 s); load average {os.getloadavg()[0]:.1f}")
+    print(f"  switch timing: {rows[0].timing_source if rows else ''}")
     slow = sorted(rows, key=lambda e: -e.sim_seconds)[:3]
     print("  slowest cells: " + ", ".join(f"{e.workload}/{e.fabric} {e.sim_seconds:.2f} s ({e.tasks} tasks)" for e in slow))
     for e in rows:

@@ -24,7 +24,7 @@ def add_hardware_arguments(p):
     g.add_argument("--granularity", type=int, metavar="N", default=None,
                    help="DP buckets per stage in the last microbatch's backward (weight stationary; default 4)")
     g.add_argument("--stream-steps", type=int, metavar="N", default=None,
-                   help="simulated steps per weight-streaming pass (simulation coarsening; default 6)")
+                   help="simulated folds per weight-streaming pass (simulation coarsening; default 4)")
 
 
 def hardware_from_args(args):

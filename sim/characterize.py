@@ -171,44 +171,18 @@ def _cell_figures(kind, middle, lanes, dtype, seed, beats, do_area, prog):
     if do_area:
         from fred.hdl.area import synth_area
         a = synth_area(text, cell.verilog_name)
-        rec["area"] = {"cells": a.cells, "flipflops": a.flipflops, "by_type": a.by_type}
+        rec["area"] = {"method": "flatten", "cells": a.cells, "flipflops": a.flipflops,
+                       "by_type": a.by_type}
     return rec
 
 
-def _fabric_area(ports, middle, lanes, dtype, text, cells, mode):
-    """Area of one chiplet. ``full``: yosys on the flattened fabric. ``composed``: the sum over
-    its cells of each cell's synthesized area (R, D, RD from ``cells``; demux/mux synthesized
-    here) -- the fabric is pure wiring between cells, so this differs from ``full`` only by
-    optimizations across cell boundaries."""
+def _fabric_area(text, mode):
+    """Chiplet area with yosys: ``hier`` (deduplicated modules, per-module synthesis, the
+    default: seconds) or ``flatten`` (the whole flattened fabric: very slow for FRED_3(12))."""
     from fred.hdl.area import synth_area
-    from fred.hdl.structure import cell_counts
 
-    if mode == "full":
-        a = synth_area(text)
-        return {"method": "full", "cells": a.cells, "flipflops": a.flipflops,
-                "by_type": a.by_type}
-    from fred.hdl.fabric import DemuxCell, MuxCell, cell_latencies
-    from fred.hdl.verilog import emit
-
-    counts = cell_counts(ports, middle)
-    lat = cell_latencies(middle, lanes, dtype)
-    tot_c = tot_f = 0
-    for kind, n in counts.items():
-        if not n:
-            continue
-        if kind in cells and "area" in cells[kind]:
-            c, f = cells[kind]["area"]["cells"], cells[kind]["area"]["flipflops"]
-        else:
-            comp = {"DEMUX": lambda: DemuxCell(middle, lanes, dtype, lat["R"]),
-                    "MUX": lambda: MuxCell(middle, lanes, dtype, lat["D"])}.get(kind)
-            if comp is None:
-                from fred.hdl.cells import build_cell
-                comp = (lambda k=kind: build_cell(k.lower(), m=middle, lanes=lanes, dtype=dtype))
-            a = synth_area(emit(comp(), f"fred_{kind.lower()}"))
-            c, f = a.cells, a.flipflops
-        tot_c += n * c
-        tot_f += n * f
-    return {"method": "composed", "cells": tot_c, "flipflops": tot_f, "cell_counts": counts}
+    a = synth_area(text, method=mode)
+    return {"method": mode, "cells": a.cells, "flipflops": a.flipflops, "by_type": a.by_type}
 
 
 def _fabric_figures(ports, middle, lanes, dtype, seed, cfg, area_mode, cells, prog):
@@ -237,7 +211,7 @@ def _fabric_figures(ports, middle, lanes, dtype, seed, cfg, area_mode, cells, pr
     }
     if area_mode != "none":
         prog.note(f"{chiplet_name(middle, ports)}: area ({area_mode})")
-        rec["area"] = _fabric_area(ports, middle, lanes, dtype, text, cells, area_mode)
+        rec["area"] = _fabric_area(text, area_mode)
     return rec
 
 
@@ -281,12 +255,13 @@ def summarize(doc: dict) -> dict:
 
 
 def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=None, beats=None,
-                 sweep_beats=None, loads=None, stall=None, cell_beats=None, area="full",
+                 sweep_beats=None, loads=None, stall=None, cell_beats=None, area="hier",
                  switch=True, cells=True, progress=True) -> dict:
     """Run the benches and return the timing document (see the module docstring).
 
-    ``area``: ``"full"`` (yosys on every cell and the flattened chiplets), ``"composed"`` (cells
-    synthesized, chiplet area = sum of its cells), ``"none"``.
+    ``area``: how the chiplets are synthesized (cells are always flattened): ``"hier"``
+    (deduplicated modules, :func:`fred.hdl.area.synth_area` ``method="hier"``), ``"flatten"``
+    (very slow for FRED_3(12)), or ``"none"`` (no area at all).
     """
     from fred.model.timing import KIND, SCHEMA_VERSION
 
@@ -296,8 +271,8 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
                  ("stall", stall), ("cell_beats", cell_beats)):
         if v is not None:
             cfg[k] = v
-    if area not in ("full", "composed", "none"):
-        raise ValueError(f"area mode {area!r} unknown; known: full, composed, none")
+    if area not in ("hier", "flatten", "none"):
+        raise ValueError(f"area mode {area!r} unknown; known: hier, flatten, none")
     from fred.hdl.adders import adder_latency
     from fred.hdl.dtypes import get_dtype
     from fred.hdl.fabric import check_fabric_params

@@ -37,9 +37,9 @@ def add_arguments(p):
                    help=f"beats per port per load point (default {DEFAULTS['sweep_beats']})")
     p.add_argument("--cell-beats", type=int, default=DEFAULTS["cell_beats"], metavar="N",
                    help=f"beats per cell mode, 0 = skip the cell benches (default {DEFAULTS['cell_beats']})")
-    p.add_argument("--area", choices=("full", "composed", "none"), default="full",
-                   help="chiplet area: yosys on the flattened chiplet (full, default), sum of the "
-                        "synthesized cells (composed, faster), or none")
+    p.add_argument("--area", choices=("hier", "flatten", "none"), default="hier",
+                   help="chiplet synthesis: hier (deduplicated modules, seconds; default), "
+                        "flatten (whole chiplet flattened; very slow), none (no area at all)")
     p.add_argument("--no-switch", action="store_true", help="skip the switch measurements")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 

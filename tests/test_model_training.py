@@ -157,3 +157,28 @@ def test_cli_bad_input_one_line(args, msg):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("fred: error:") and msg in lines[0], r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_cli_estimate_json_and_plot(tmp_path):
+    png = tmp_path / "fig10.png"
+    r = _fred("estimate", "--workload", "resnet-152", "--fabric", "fred-d", "--json", "--plot", str(png))
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["switch_timing_source"]
+    cells = {row["fabric"]: row for row in d["rows"]}
+    assert set(cells) == {"fred-d"} and cells["fred-d"]["speedup"] > 0
+    row = cells["fred-d"]
+    assert row["iteration_time"] == pytest.approx(row["compute_time"] + row["exposed_comm"])
+    assert png.stat().st_size > 5000
+    r = _fred("estimate", "--workload", "resnet-152", "--fabric", "mesh,fred-c")
+    assert r.returncode == 0 and r.stdout.startswith("switch timing:") and "Fred-C" in r.stdout
+
+
+def test_cli_sweep_small(tmp_path):
+    png = tmp_path / "sweep.png"
+    r = _fred("sweep", "--workload", "resnet-152", "--fabric", "fred-d", "--rule", "16", "--json", "--plot", str(png))
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["switch_timing_source"] and d["rule"] == 16
+    assert len(d["rows"]) == 18 and {row["strategy"] for row in d["rows"]} >= {"MP(1)-DP(20)-PP(1)", "MP(20)-DP(1)-PP(1)"}
+    assert png.stat().st_size > 5000

@@ -269,10 +269,11 @@ def test_output_port_credits_and_control_first():
 
 
 # -- whole switch, ideal fabric (fast) ---------------------------------------------------------
-def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credits=None):
+def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credits_out=None):
     P = sw.P
     got = {q: [] for q in range(P)}
-    res = {}
+    times = {q: [] for q in range(P)}
+    res = {"times": times}
     queues = {p: list(w) for p, w in sends.items()}
 
     async def tb(ctx):
@@ -281,21 +282,50 @@ def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credi
             ctx.set(sw.cfg.payload.as_value(), w)
             await ctx.tick()
         ctx.set(sw.cfg.valid, 0)
+        cred = {p: list(sw.depths) for p in range(P)}
+        left = {p: 0 for p in range(P)}        # flits left of the packet being sent
+        out_vc = {q: None for q in range(P)}
         for c in range(cycles):
             for p in range(P):
                 q = queues.get(p, [])
-                ctx.set(sw.i[p].valid, bool(q))
-                ctx.set(sw.i[p].payload.as_value(), q[0] if q else 0)
-                if q:
+                go = bool(q)
+                if go and left[p] == 0:            # a packet starts: needs credits for all of it
+                    w = q[0]
+                    vc, n = (w >> 4) & 3, ((w >> 32) & 0xFF) + 1
+                    if w >> FB & 1:
+                        n = 1
+                    n = min(n, len(q))
+                    if cred[p][vc] >= n:
+                        cred[p][vc] -= n
+                        left[p] = n
+                    else:
+                        go = False
+                ctx.set(sw.i[p].valid, go)
+                ctx.set(sw.i[p].payload.as_value(), q[0] if go else 0)
+                if go:
                     q.pop(0)
+                    left[p] -= 1
+                for v in range(4):
+                    cred[p][v] += ctx.get(sw.credit_o[p][v])
             for q in range(P):
                 r = ready(c, q)
                 ctx.set(sw.o[q].ready, r)
+                ret = 0
                 if r and ctx.get(sw.o[q].valid):
-                    got[q].append(ctx.get(sw.o[q].payload.as_value()))
+                    w = ctx.get(sw.o[q].payload.as_value())
+                    got[q].append(w)
+                    times[q].append(c)
+                    if out_vc[q] is None:
+                        out_vc[q] = (w >> 4) & 3
+                    ret = 1 << (out_vc[q] * sw.credit_bits)   # the receiver frees it at once
+                    if w >> FB & 1:
+                        out_vc[q] = None
+                ctx.set(sw.credit_i[q].as_value(), ret)
             await ctx.tick()
         res.update(err_packet=ctx.get(sw.err_packet), err_phase=ctx.get(sw.err_phase),
                    cfg_rejects=ctx.get(sw.cfg_rejects))
+        if credits_out is not None:
+            credits_out.extend(ctx.get(sw.credit_o[p].as_value()) for p in range(P))
 
     simulate(sw, tb)
     return {q: pk.split_packets(w, sw.flit_bits) for q, w in got.items()}, res
@@ -343,6 +373,7 @@ def test_switch_phases_priority_nack_and_errors():
     cfgw = sw.cfg_words(phases) + [sw.layout.cfg_word(200, 0)]
     # back-pressure: outputs not ready until every input is buffered, then all at once
     outs, res = _run_switch(sw, cfgw, sends, cycles=300, ready=lambda c, q: c > 60)
+    res.pop("times")
     assert res == {"err_packet": 1, "err_phase": 3, "cfg_rejects": 1}
     data = {q: [x for x in outs[q] if x.header.vc != pk.VC_CTRL] for q in range(4)}
     # priority: MP first, then PP, then DP at every output carrying several
@@ -376,6 +407,24 @@ def test_switch_mismatched_lengths_are_dropped():
     assert [x.header.seq for x in outs[0]] == [1]                  # the next round still works
     assert outs[0][0].data == (_sum(a2.data[0], b2.data[0]),)
     assert outs[3] == [pk.Packet(pk.Header.data(pk.VC_DP, 1, 4, 2), ok.data)]
+
+
+def test_switch_same_phase_rounds_back_to_back():
+    sw = _small_switch()
+    rng = random.Random(7)
+    phases = {3: (pk.VC_PP, [Flow({0, 2}, {1, 3})])}
+    n, L = 6, 4
+    pkts = {p: [_mk(rng, pk.VC_PP, 3, 100 * p + k, L) for k in range(n)] for p in (0, 2)}
+    sends = {p: sum((pk.pack(x, FB) for x in pkts[p]), []) for p in (0, 2)}
+    outs, res = _run_switch(sw, sw.cfg_words(phases), sends, cycles=200)
+    exp = [pk.Packet(pk.Header.data(pk.VC_PP, 3, k, L),
+                     tuple(_sum(a, b) for a, b in zip(pkts[0][k].data, pkts[2][k].data)))
+           for k in range(n)]
+    assert res["err_packet"] == 0
+    assert outs[1] == exp and outs[3] == exp
+    t = res["times"][1]
+    # steady state: rounds follow each other without idle cycles on the link
+    assert t[-1] - t[(L + 1) * 2] == len(t) - 1 - (L + 1) * 2, t
 
 
 def test_switch_parameter_errors():
