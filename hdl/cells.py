@@ -57,8 +57,9 @@ outputs to one datapath. Consequences:
   sibling after at most one beat (both outputs belong to the same flow);
 * ``ready`` of an input depends only on registers, the config and (for a join) the other
   input's ``valid``; ``valid`` and ``payload`` of an output depend only on registers and the
-  config. No combinational path runs from an output's ``ready`` to anything, so cells chain
-  into deep fabrics without long ready paths;
+  config; an output's ``ready`` only feeds registers (its skid and, through the skid, the
+  datapath enable one cycle later). No combinational path runs from an output's ``ready`` to
+  any port, so cells chain into deep fabrics without long ready paths;
 * an input whose datapath feeds no output keeps ``ready`` low.
 
 Under back-pressure nothing is lost, duplicated or reordered; a datapath stalled by its outputs

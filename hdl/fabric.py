@@ -65,10 +65,11 @@ __all__ = ["Fabric", "DemuxCell", "MuxCell", "config_layout", "config_width", "c
 
 #: largest fabric generated as RTL (ports)
 MAX_RTL_PORTS = 64
-#: largest generated fabric in "lane-element slices" (cells x lanes x element width / 16);
-#: FRED_3(64) with 4 fp16 lanes is ~4.3k, and elaboration + Verilog conversion grows linearly
-#: at roughly 4 ms per slice -- above this budget generation takes many minutes.
-MAX_RTL_WORK = 20_000
+#: largest generated fabric in "lane-element slices" (cells x lanes x element width / 16).
+#: Generation (Amaranth elaboration + Yosys) grows linearly, about 75 ms of CPU per slice
+#: (FRED_3(12) with 4 fp16 lanes: 93 cells, 372 slices, ~30 s); the budget is ~5 CPU minutes.
+#: FRED_3(64) fits with 1 to 3 fp16 lanes, not with 4.
+MAX_RTL_WORK = 4_000
 #: width of the RD cell's configuration (an RDMode value)
 RD_CONFIG_WIDTH = 3
 

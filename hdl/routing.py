@@ -1,20 +1,21 @@
 """Routing compiler for FRED_m(P): flows -> every cell's mode.
 
 ``route(P, m, flows) -> RoutingResult``. The algorithm is FRED-SPEC §3, recursive, outer stage
-first. At an instance with P ports (r = P // 2; odd P has one extra port through demux/mux):
+first, made exact. At an instance with P ports (r = P // 2; odd P has one extra port through the
+demux/mux) every flow maps to its *child flow* (input port p -> middle port p // 2, the odd port
+2r -> middle port r; outputs likewise). Two flows that share an R or D cell are exactly two flows
+whose child flows overlap; they must take different middle copies (colour the conflict graph with
+m colours, colour = middle copy), then each copy is solved recursively.
 
-1. every flow present maps to its *child flow*: input port p -> middle port p // 2 (the R cell),
-   the odd port 2r -> middle port r (demux); outputs likewise. Two flows that share an R or D
-   cell are exactly two flows whose child flows overlap, and must take different middle copies;
-2. the conflict graph is coloured with m colours (colour = middle copy) by an exact CSP solver
-   (DSatur order, forward checking, colour-symmetry breaking, backtracking): it finds a
-   colouring whenever one exists;
-3. each middle copy is solved recursively with the child flows of its colour. If a copy fails,
-   its minimal failing flow set (a *core*) becomes a constraint at this level ("these flows may
-   not all take one middle copy" -- valid because a superset of an unroutable set is
-   unroutable, and copies are identical) and the level is re-coloured. This is complete: the
-   search ends with a routing, or with a proof that none exists (bounded by a node budget);
-4. modes: an R cell whose two inputs belong to one flow reduces (in0 + in1); a D cell whose two
+1. Fast path (:func:`_top_down`): exactly that, with an exact colouring at each instance (DSatur
+   order, forward checking, colour-symmetry breaking, backtracking) and no re-colouring above.
+2. If some copy fails, the exact search (:class:`_PathCSP`) re-colours the levels above: the
+   whole recursion is one CSP over the flows' *paths* (see the comment at the search), complete,
+   so it finds a routing whenever one exists, bounded by :data:`NODE_BUDGET`.
+3. A failure is explained by a minimal conflicting subset of flows, the first recursion level at
+   which that subset is unroutable and an instance there whose colouring fails
+   (:class:`RoutingError`).
+4. Modes: an R cell whose two inputs belong to one flow reduces (in0 + in1); a D cell whose two
    outputs belong to one flow broadcasts; FRED_m(2) is one RD cell (pass / cross / broadcast /
    sum). Unused cells get the idle mode.
 
@@ -32,16 +33,18 @@ from typing import Optional
 
 from fred import FredError
 
-from .flows import Flow, Phase, validate_flows
+from .flows import Phase, validate_flows
 from .modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode
 from .structure import Fabric, Pin, check_params, depth, fabric, instance_ports, stages
 
 __all__ = ["RoutingError", "RoutingResult", "ReduceStep", "route", "route_phases", "routable",
-           "idle_mode", "mode_to_json", "mode_str", "NODE_BUDGET"]
+           "idle_mode", "mode_to_json", "mode_str", "trace", "NODE_BUDGET", "FAST_BUDGET"]
 
 #: CSP search nodes allowed per route() call before giving up (keeps every call fast; no case
 #: in the tests or the study comes near it).
 NODE_BUDGET = 2_000_000
+#: node budget of the fast top-down pass tried first (falls back to the exact search)
+FAST_BUDGET = 100_000
 
 
 class RoutingError(FredError, ValueError):
@@ -341,9 +344,59 @@ def _prepare(P, m, flows):
     return flows
 
 
+def _graph_csp(n, adj, m, budget):
+    """A one-level _PathCSP: exact m-colouring of a graph (adj: list of sets)."""
+    g = _PathCSP.__new__(_PathCSP)
+    g.P, g.m, g.flows, g.D, g.budget, g.nodes = None, m, [None] * n, 1, budget, 0
+    g.level = [{j: 0 for j in adj[i]} for i in range(n)]
+    return g
+
+
+def _top_down(P, m, flows, budget):
+    """Fast path: colour instance by instance, outer first, no re-colouring above (the classic
+    recursive Clos/Benes procedure). Returns the paths, or None if some instance fails."""
+    paths = [[] for _ in flows]
+    spent = [0]
+
+    def rec(Pi, members):
+        if Pi == 2 or not members:
+            return True
+        child = [(i, frozenset(p // 2 for p in ins), frozenset(p // 2 for p in outs)) for i, ins, outs in members]
+        n = len(child)
+        adj = [set() for _ in range(n)]
+        for side in (1, 2):
+            owner = {}
+            for x, c in enumerate(child):
+                for q in c[side]:
+                    if q in owner:
+                        adj[x].add(owner[q])
+                        adj[owner[q]].add(x)
+                    else:
+                        owner[q] = x
+        g = _graph_csp(n, adj, m, budget - spent[0])
+        try:
+            col = g.solve(range(n))
+        finally:
+            spent[0] += g.nodes
+        if col is None:
+            return False
+        for x, c in enumerate(child):
+            paths[c[0]].append(col[x])
+        return all(rec((Pi + 1) // 2, [c for x, c in enumerate(child) if col[x] == k]) for k in range(m))
+
+    try:
+        ok = rec(P, [(i, ins, outs) for i, (ins, outs) in enumerate(flows)])
+    except _Budget:
+        return None
+    return [tuple(p) for p in paths] if ok else None
+
+
 def _search(P, m, flows):
     """flows (validated) -> list of paths (tuples), or raise RoutingError."""
     local = [(f.inputs, f.outputs) for f in flows]
+    fast = _top_down(P, m, local, FAST_BUDGET)
+    if fast is not None:
+        return fast
     csp = _PathCSP(P, m, local)
     try:
         sol = csp.solve(range(len(flows)))
@@ -352,8 +405,9 @@ def _search(P, m, flows):
         core = csp.core(range(len(flows)))
         level, path, pairs = csp.explain(core)
     except _Budget:
+        shown = _flow_names(flows, range(min(len(flows), 6))) + (" ..." if len(flows) > 6 else "")
         raise RoutingError(f"routing search on FRED_{m}({P}) gave up after {csp.budget:,} nodes "
-                           f"for flows {_flow_names(flows, range(len(flows)))}",
+                           f"(no routing found, none ruled out) for {len(flows)} flows {shown}",
                            flows=range(len(flows)), P=P, m=m) from None
     Pd = instance_ports(P, path)
     shared = ", ".join(f"#{a}/#{b}" for a, b in pairs)

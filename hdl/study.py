@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from .flows import Flow, format_ports
+from .flows import Flow
 from .routing import routable
 
 __all__ = ["strategies", "paper_placement", "phases", "study", "format_study", "StudyRow",

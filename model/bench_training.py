@@ -33,7 +33,7 @@ def main():
           f"{t_sweep:.2f} s wall, {c_sweep:.2f} s CPU (target < 60 s)")
     if s.get("strategies"):
         print(f"  Fred-D vs mesh, average over strategies: exposed comm {s['avg_exposed_comm_improvement']:.2f}x lower, "
-              f"training {s['avg_training_improvement']:.2f}x faster (paper 4.22x, 1.63x)")
+              f"training {s['avg_training_improvement']:.2f}x faster (paper, Fig. 11: 4.22x, 1.63x)")
     return {"table_s": t_table, "table_cpu_s": c_table, "sweep_s": t_sweep, "sweep_cpu_s": c_sweep}
 
 

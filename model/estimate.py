@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from fred import FredError
 
 from . import compute as C
 from .params import canonical_fabric, default_params, variant

@@ -56,7 +56,6 @@ sum exactly to the iteration time.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 

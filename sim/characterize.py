@@ -48,6 +48,7 @@ DEFAULTS = {
     "loads": (0.25, 0.5, 0.75, 1.0),
     "stall": 0.25,            # sink back-pressure probability during the load sweep
     "cell_beats": 600,        # beats per cell mode (split over the back-pressure settings)
+    "switch_ports": 4,        # the switch (control unit, VCs, credits) is measured on 4 ports
 }
 
 FLOW_KINDS = ("all-reduce", "reduce", "multicast", "unicast")
@@ -234,28 +235,50 @@ def _switch_figures(ports, middle, lanes, dtype, seed, prog):
 
 
 def summarize(doc: dict) -> dict:
-    """The two figures the model uses, from the chiplet measurements.
+    """The figures the model uses, from the chiplet (and switch) measurements.
 
-    * ``switch_latency_cycles``: the worst traversal latency over chiplets and flow kinds (a
-      logical switch traversal crosses one chiplet fabric);
+    * ``fabric_latency_cycles``: the worst traversal latency of a chiplet fabric over chiplets
+      and flow kinds (a logical switch traversal crosses one chiplet fabric);
+    * ``switch_overhead_cycles``: what the switch adds around its fabric on the path of the
+      first data flit (input buffer, header decode, configuration, output), measured by
+      measure_switch: ``first_data_cycles.same_config - params.fabric_latency``; 0 when the
+      switch was not measured;
+    * ``switch_latency_cycles`` = fabric + overhead: the traversal latency the model charges;
     * ``beats_per_cycle_per_port``: the lowest zero-back-pressure throughput per port over
-      chiplets and flow kinds (the rate an in-switch collective is capped at, x link bandwidth).
+      chiplets and flow kinds (the rate an in-switch collective is capped at, x link bandwidth);
+    * ``phase_switch_cycles``, ``preemption_cycles_max``: from measure_switch (None without).
     """
     fabs = doc["fabrics"]
     lat = [v for f in fabs.values() for v in f["latency_cycles"].values() if v is not None]
     thr = [v for f in fabs.values() for v in f["beats_per_cycle_per_port"].values() if v is not None]
     if not lat or not thr:
         raise ValueError("no fabric figures to summarize")
+    sw = doc.get("switch") or {}
+    overhead, phase, preempt = 0, None, None
+    try:
+        overhead = max(0, int(sw["first_data_cycles"]["same_config"])
+                       - int(sw["params"]["fabric_latency"]))
+        phase = sw.get("phase_switch_cycles")
+        preempt = (sw.get("preemption_cycles") or {}).get("max")
+    except (KeyError, TypeError, ValueError):
+        overhead = 0
     return {
         "chiplets": sorted(fabs),
-        "switch_latency_cycles": max(lat),
+        "fabric_latency_cycles": max(lat),
+        "switch_overhead_cycles": overhead,
+        "switch_latency_cycles": max(lat) + overhead,
         "beats_per_cycle_per_port": min(thr),
-        "rule": "latency = max over chiplets and flow kinds; beats/cycle/port = min over them",
+        "phase_switch_cycles": phase,
+        "preemption_cycles_max": preempt,
+        "rule": "switch_latency_cycles = max chiplet fabric latency over chiplets and flow kinds "
+                "+ switch overhead (measure_switch first data flit minus its fabric latency); "
+                "beats_per_cycle_per_port = min over chiplets and flow kinds",
     }
 
 
 def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=None, beats=None,
-                 sweep_beats=None, loads=None, stall=None, cell_beats=None, area="hier",
+                 sweep_beats=None, loads=None, stall=None, cell_beats=None, switch_ports=None,
+                 area="hier",
                  switch=True, cells=True, progress=True) -> dict:
     """Run the benches and return the timing document (see the module docstring).
 
@@ -268,7 +291,7 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
     cfg = dict(DEFAULTS)
     for k, v in (("lanes", lanes), ("dtype", dtype), ("middle", middle), ("chiplets", chiplets),
                  ("seed", seed), ("beats", beats), ("sweep_beats", sweep_beats), ("loads", loads),
-                 ("stall", stall), ("cell_beats", cell_beats)):
+                 ("stall", stall), ("cell_beats", cell_beats), ("switch_ports", switch_ports)):
         if v is not None:
             cfg[k] = v
     if area not in ("hier", "flatten", "none"):
@@ -294,7 +317,8 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
                 "middle": m, "adder_latency": adder_latency(t),
                 "chiplets": [chiplet_name(m, P) for P in cfg["chiplets"]]},
         "bench": {k: (list(v) if isinstance(v, tuple) else v) for k, v in cfg.items()
-                  if k in ("beats", "sweep_beats", "loads", "stall", "cell_beats")},
+                  if k in ("beats", "sweep_beats", "loads", "stall", "cell_beats",
+                           "switch_ports")},
         "area_method": area,
     }
     cell_recs = {}
@@ -314,7 +338,7 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
     doc["fabrics"] = fabs
     if switch:
         prog.step("switch: phase-switch / preemption latency, buffer occupancy")
-        doc["switch"] = _switch_figures(max(cfg["chiplets"]), m, L, t.name, cfg["seed"], prog)
+        doc["switch"] = _switch_figures(cfg["switch_ports"], m, L, t.name, cfg["seed"], prog)
     else:
         doc["switch"] = None
     prog.step("summary, tool versions")

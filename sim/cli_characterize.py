@@ -40,6 +40,9 @@ def add_arguments(p):
     p.add_argument("--area", choices=("hier", "flatten", "none"), default="hier",
                    help="chiplet synthesis: hier (deduplicated modules, seconds; default), "
                         "flatten (whole chiplet flattened; very slow), none (no area at all)")
+    p.add_argument("--switch-ports", type=int, default=DEFAULTS["switch_ports"], metavar="P",
+                   help=f"ports of the switch measured for phase-switch/preemption figures "
+                        f"(default {DEFAULTS['switch_ports']})")
     p.add_argument("--no-switch", action="store_true", help="skip the switch measurements")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
@@ -62,7 +65,8 @@ def run(args):
         seed = int(os.environ["FRED_SEED"], 0) if os.environ.get("FRED_SEED") else None
     doc = characterize(lanes=args.lanes, dtype=args.dtype, middle=args.middle, chiplets=chiplets,
                        seed=seed, beats=args.beats, sweep_beats=args.sweep_beats,
-                       cell_beats=args.cell_beats, area=args.area, switch=not args.no_switch,
+                       cell_beats=args.cell_beats, switch_ports=args.switch_ports,
+                       area=args.area, switch=not args.no_switch,
                        cells=True, progress=not args.quiet)
     path = write_timing(doc, args.output)
     s = doc["summary"]

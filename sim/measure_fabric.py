@@ -17,6 +17,7 @@
       "flows": {kind: [flow strings]},     # the flow set measured per kind (all P ports)
       "latency": {kind: cycles},           # measured at zero back-pressure (min == max)
       "latency_range": {kind: [min, max]}, # over every beat, zero back-pressure
+      "latency_matches_formula": bool,     # every beat of every kind took exactly S * c cycles
       "throughput": {kind: {"per_port_min": x, "per_port_mean": x,
                             "inputs_min": x, "outputs_min": x}},  # beats/cycle/port, zero
                                                                   # back-pressure, no idling
@@ -169,6 +170,7 @@ def measure_fabric(ports, middle, lanes=4, dtype="fp16", seed=1, beats=200,
         "ports": ports, "middle": middle, "lanes": lanes, "dtype": dtype, "seed": seed,
         "stages": S, "cell_latency": cell, "cell_latencies": lat,
         "latency_formula": S * cell, "flows": flows, "latency": latency, "latency_range": lrange,
+        "latency_matches_formula": all(v == [S * cell, S * cell] for v in lrange.values()),
         "throughput": thr, "load_sweep": {"stall": stall, "points": points}, "beats": beats,
     }
 

@@ -3,7 +3,8 @@
 ``make test`` runs a representative subset (every dtype and every cell kind at least once;
 lanes 1/4/32 and m 2/3/4 each at least once; one Verilator build per parameter set, every
 mode of the cell in one simulation). ``make regress`` (``-m regress``) runs the full cross
-product of element types x lanes {1, 4, 32} x m {2, 3, 4}, every mode of each cell.
+product of element types x lanes {1, 4, 32} x m {2, 3, 4} (84 builds; it also needs
+``FRED_REGRESS=1``, which make regress sets), the representative modes of each cell.
 
 One cell's regression with waves and a chosen seed::
 
@@ -12,12 +13,13 @@ One cell's regression with waves and a chosen seed::
 """
 
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
-from fred.hdl.cells import CELL_CLASSES, DCell, RCell, RDCell, build_cell
+from fred.hdl.cells import CELL_CLASSES, build_cell
 from fred.hdl.dtypes import dtype_names
 from fred.hdl.lint import WAIVERS, lint
 from fred.hdl.modes import DMode, RDMode, RMode
@@ -67,7 +69,11 @@ _FULL = [("rd", 2, dt, ln) for dt in dtype_names() for ln in (1, 4, 32)] + \
          for ln in (1, 4, 32)]
 
 
+# marked regress (excluded from make test) and also gated on FRED_REGRESS (set by make regress),
+# so that `pytest tests/test_cells_cocotb.py -k "rd and fp16"` runs just the quick set
 @pytest.mark.regress
+@pytest.mark.skipif(not os.environ.get("FRED_REGRESS"),
+                    reason="full cell sweep: run with make regress (FRED_REGRESS=1)")
 @pytest.mark.parametrize("params", _FULL, ids=[_id(p) for p in _FULL])
 def test_cell_regression_full(params):
     kind, m, dtype, lanes = params
@@ -79,14 +85,38 @@ def test_cell_regression_full(params):
     _check_report(rep, kind, m, dtype, lanes, modes)
 
 
+def _sim_log(exc) -> str:
+    """The sim.log named by run_bench's failure message."""
+    m = re.search(r"log (\S+sim\.log)", str(exc.value))
+    assert m, str(exc.value)
+    return open(m.group(1)).read()
+
+
 def test_broken_cell_fails_the_checker():
     """A cell built with fault='corrupt-lane' (one flipped bit in the last lane of each sum)
     must make the bench fail; the same bench passes on the good cell."""
     modes = [RDMode.PASS, RDMode.SUM0]
     run_cell_regression("rd", lanes=2, dtype="int32", beats=300, modes=modes, seed=5)
-    with pytest.raises(AssertionError, match="cocotb tests failed"):
+    with pytest.raises(AssertionError, match="cocotb tests failed") as exc:
         run_cell_regression("rd", lanes=2, dtype="int32", beats=300, modes=modes, seed=5,
                             fault="corrupt-lane")
+    log = _sim_log(exc)
+    assert "mode sum0" in log and "lane mismatches" in log and "lane 1:" in log
+
+
+def test_bench_watchdog_fails_a_hang():
+    """Programming the RD cell with 7 (no mode) while the bench drives PASS traffic: nothing
+    moves, and the watchdog must fail the run instead of hanging."""
+    from fred.sim.bench_cells import regression_config
+    from fred.sim.toolchain import run_bench
+
+    cell = build_cell("rd", lanes=2, dtype="int32")
+    cfg = regression_config(cell, [RDMode.PASS], beats=50)
+    cfg["codes"] = [7]
+    with pytest.raises(AssertionError, match="cocotb tests failed") as exc:
+        run_bench(verilog=emit(cell, cell.verilog_name), toplevel=cell.verilog_name,
+                  test_module="fred.sim.bench_cells", tag="cell-rd", config=cfg, seed=5)
+    assert "watchdog: rd cell bench still running" in _sim_log(exc)
 
 
 # ---- lint ---------------------------------------------------------------------------------

@@ -274,3 +274,17 @@ def test_cli_verilog_fabric_bad_input(args, msg):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "error" in lines[0] and msg in lines[0], r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_shared_cell_verilog_lint_clean_and_structured():
+    """fabric_verilog_text(shared=True): one module per cell kind, instantiated by every cell."""
+    from fred.hdl.fabric import fabric_verilog_text
+    from fred.hdl.lint import lint
+
+    text = fabric_verilog_text(5, 2, 1, "int32", "fred2_p5")
+    assert text == fabric_verilog_text(5, 2, 1, "int32", "fred2_p5")
+    for mod in ("fred_r_m2_l1_int32", "fred_d_m2_l1_int32", "fred_rd_l1_int32",
+                "fred_demux_m2_l1_int32_lat1", "fred_mux_m2_l1_int32_lat1"):
+        assert f"module {mod}(" in text
+    assert "  fred_r_m2_l1_int32 in0 (" in text and "  fred_rd_l1_int32 rd (" in text
+    assert lint(text, "fred2_p5") == []

@@ -75,7 +75,8 @@ def test_switch_random_p4():
 
 
 def test_switch_priority_p4():
-    run("switch_priority", 2, P=4, rounds=2, ctrl_rate=0.0, bad_rate=0.0, rx_credits=[120, 120, 120, 4], credit_burst=31)
+    run("switch_priority", 2, P=4, rounds=2, ctrl_rate=0.0, bad_rate=0.0,
+        rx_credits=[120, 120, 120, 4], credit_burst=31, starve=0.0)
 
 
 def test_switch_random_p5():
@@ -91,7 +92,7 @@ def test_switch_random_p5_fp16(seed):
 def test_switch_priority_checker_can_fail():
     with pytest.raises(AssertionError, match="cocotb tests failed"):
         run("switch_priority", 2, P=4, rounds=2, ctrl_rate=0.0, bad_rate=0.0,
-            rx_credits=[120, 120, 120, 4], credit_burst=31, expect_prio_reversed=True)
+            rx_credits=[120, 120, 120, 4], credit_burst=31, starve=0.0, expect_prio_reversed=True)
 
 
 def test_switch_checker_can_fail():
@@ -110,4 +111,4 @@ def test_switch_soak(P, seed):
 @pytest.mark.parametrize("seed", range(20, 24))
 def test_switch_priority_soak(seed):
     run("switch_priority", seed, P=5, rounds=2, ctrl_rate=0.0, bad_rate=0.0,
-        rx_credits=[120, 120, 120, 4], credit_burst=31)
+        rx_credits=[120, 120, 120, 4], credit_burst=31, starve=0.0)
