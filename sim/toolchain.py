@@ -9,7 +9,7 @@ against it.
 
 Environment knobs honoured by every bench:
 
-* ``WAVES=1``        -- build with tracing and write ``dump.vcd`` in the test directory;
+* ``WAVES=1``        -- build with tracing (a separate ``*-waves`` build folder) and write ``dump.vcd``;
 * ``FRED_SEED=N``    -- the random seed (otherwise one is drawn and logged);
 * ``FRED_BUILD=DIR`` -- where builds go (default ``build/sim`` in the repository); the
   compiler cache sits beside it (``build/ccache``).
