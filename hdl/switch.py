@@ -406,23 +406,15 @@ class Switch(wiring.Component):
             can_queue = can_queue & outs[p].can_queue
         start = Signal()
         m.d.comb += self.round_start.eq(start)
-        with m.FSM(name="seq"):
-            with m.State("IDLE"):
-                with m.If(sel_any):
-                    with m.If(cfg_loaded & (cfg_phase == sel_phase)):
-                        m.d.comb += start.eq(1)
-                        m.d.sync += [busy.eq(1), act_vc.eq(sel_vc), act_phase.eq(sel_phase)]
-                        m.next = "RUN"
-                    with m.Else():
-                        m.d.sync += [cfg_reg.eq(e_cfg(sel_entry)), cfg_phase.eq(sel_phase),
-                                     cfg_loaded.eq(1), settle.eq(self.config_settle)]
-                        m.next = "SETTLE"
-            with m.State("SETTLE"):
+        IDLE, SETTLE, RUN = 0, 1, 2
+        seq = Signal(2, name="seq_state")
+        with m.Switch(seq):
+            with m.Case(SETTLE):
                 with m.If(settle == 0):
-                    m.next = "IDLE"
+                    m.d.sync += seq.eq(IDLE)
                 with m.Else():
                     m.d.sync += settle.eq(settle - 1)
-            with m.State("RUN"):
+            with m.Case(RUN):
                 # the same phase continues: start its next round as soon as the inputs have
                 # fed this one (outputs queue it behind the current packet; same configuration)
                 with m.If(sel_any & (sel_vc == act_vc) & (sel_phase == act_phase) & cfg_loaded
@@ -430,7 +422,17 @@ class Switch(wiring.Component):
                     m.d.comb += start.eq(1)
                 with m.Elif(all_idle):
                     m.d.sync += busy.eq(0)
-                    m.next = "IDLE"
+                    m.d.sync += seq.eq(IDLE)
+            with m.Default():                      # IDLE
+                with m.If(sel_any):
+                    with m.If(cfg_loaded & (cfg_phase == sel_phase)):
+                        m.d.comb += start.eq(1)
+                        m.d.sync += [busy.eq(1), act_vc.eq(sel_vc), act_phase.eq(sel_phase)]
+                        m.d.sync += seq.eq(RUN)
+                    with m.Else():
+                        m.d.sync += [cfg_reg.eq(e_cfg(sel_entry)), cfg_phase.eq(sel_phase),
+                                     cfg_loaded.eq(1), settle.eq(self.config_settle)]
+                        m.d.sync += seq.eq(SETTLE)
         # round start: take the headers, start every output of the phase
         for p in range(P):
             with m.If(start & e_in(sel_entry)[p]):

@@ -197,39 +197,44 @@ class InputPort(wiring.Component):
                 with m.If(v == k):
                     m.d.comb += bufs[k].w_abort.eq(1)
 
-        with m.FSM(name="rx"):
-            with m.State("HDR"):
+        HDR, BODY, DROP = 0, 1, 2
+        rx = Signal(2, name="rx_state")
+        final = rem == 1
+        body_bad = Signal()
+        m.d.comb += body_bad.eq(fire & (rx == BODY) & (~space.bit_select(cur_vc, 1) | (last != final)))
+        with m.If(body_bad):
+            abort(cur_vc)
+        with m.Switch(rx):
+            with m.Case(BODY):
+                with m.If(fire):
+                    with m.If(body_bad):
+                        m.d.comb += [drop.eq(1), drop_vc.eq(cur_vc), err.eq(1)]
+                        with m.If(last):
+                            m.d.sync += rx.eq(HDR)
+                        with m.Else():
+                            m.d.sync += rx.eq(DROP)
+                    with m.Else():
+                        write(cur_vc, commit=final)
+                        m.d.sync += rem.eq(rem - 1)
+                        with m.If(final):
+                            m.d.sync += rx.eq(HDR)
+            with m.Case(DROP):
+                with m.If(fire):
+                    m.d.comb += [drop.eq(1), drop_vc.eq(cur_vc)]
+                    with m.If(last):
+                        m.d.sync += rx.eq(HDR)
+            with m.Default():                      # HDR
                 with m.If(fire):
                     with m.If(~hdr_ok | ~space.bit_select(vc, 1) | (last != (length == 0))):
                         m.d.comb += [drop.eq(1), drop_vc.eq(vc), err.eq(1)]
                         m.d.sync += cur_vc.eq(vc)
                         with m.If(~last):
-                            m.next = "DROP"
+                            m.d.sync += rx.eq(DROP)
                     with m.Else():
                         write(vc, commit=(length == 0))
                         m.d.sync += [cur_vc.eq(vc), rem.eq(length)]
                         with m.If(length != 0):
-                            m.next = "BODY"
-            with m.State("BODY"):
-                with m.If(fire):
-                    final = rem == 1
-                    with m.If(~space.bit_select(cur_vc, 1) | (last != final)):
-                        abort(cur_vc)
-                        m.d.comb += [drop.eq(1), drop_vc.eq(cur_vc), err.eq(1)]
-                        with m.If(last):
-                            m.next = "HDR"
-                        with m.Else():
-                            m.next = "DROP"
-                    with m.Else():
-                        write(cur_vc, commit=final)
-                        m.d.sync += rem.eq(rem - 1)
-                        with m.If(final):
-                            m.next = "HDR"
-            with m.State("DROP"):
-                with m.If(fire):
-                    m.d.comb += [drop.eq(1), drop_vc.eq(cur_vc)]
-                    with m.If(last):
-                        m.next = "HDR"
+                            m.d.sync += rx.eq(BODY)
         m.d.comb += self.err.eq(err)
 
         # -- read side -----------------------------------------------------------------------

@@ -216,7 +216,7 @@ class OutputPort(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.cq = cq = fifo.SyncFIFOBuffered(width=HEADER_BITS, depth=self.ctrl_queue)
+        m.submodules.cq = cq = fifo.SyncFIFO(width=HEADER_BITS, depth=self.ctrl_queue)
         m.d.comb += [cq.w_en.eq(self.ctrl_push), cq.w_data.eq(self.ctrl_word),
                      self.ctrl_space.eq(cq.w_rdy)]
         cred = [Signal(self.cw, name=f"cred{v}", init=self.init[v]) for v in range(4)]

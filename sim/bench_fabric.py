@@ -28,7 +28,7 @@ every output port (all P of them) with random back-pressure, and checks
   rounding bound of the float64 sum, IEEE specials);
 * nothing appears on an output that belongs to no flow, and no extra beats appear.
 
-The seed is cocotb's ``RANDOM_SEED`` (``FRED_SEED`` through run_bench); every random choice
+The seed is ``FRED_SEED`` (set by run_bench; cocotb's ``RANDOM_SEED`` otherwise); every random choice
 (data, pauses, back-pressure) derives from it, so a failing case reruns with ``FRED_SEED=N``.
 
 Measurements (``result_path``): ``{"latency_formula": L, "phases": [{"label", "flows", "kinds",
@@ -48,7 +48,7 @@ from cocotb.triggers import FallingEdge, RisingEdge
 
 from fred.sim.streams import (PauseGenerator, StreamDriver, StreamMonitor, pack_lanes, start,
                               unpack_lanes, watchdog)
-from fred.sim.toolchain import bench_config
+from fred.sim.toolchain import bench_config, bench_seed
 
 
 def _route(P, m, flows):
@@ -77,7 +77,7 @@ async def fabric_phases(dut):
     beats = int(cfg.get("beats", 64))
     idle, stall = float(cfg.get("idle", 0.0)), float(cfg.get("stall", 0.0))
     specials = cfg.get("specials", "mixed")
-    seed = int(cocotb.RANDOM_SEED)
+    seed = bench_seed(int(cocotb.RANDOM_SEED))  # FRED_SEED (set by run_bench) wins
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
     latency = fabric_latency(P, m, lanes, dtype)

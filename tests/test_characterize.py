@@ -1,0 +1,118 @@
+"""The embedded default timing file is what the RTL produces (so it cannot drift), and the
+characterization command rejects bad input with one line."""
+
+import json
+import random
+
+import pytest
+
+from fred.cli import main as fred_main
+from fred.model.timing import FLOW_KINDS, load_timing
+from fred.sim.characterize import DEFAULTS, chiplet_name, summarize
+
+REGEN = "regenerate with: fred characterize -o sim/data/timing-default.json"
+
+
+@pytest.fixture(scope="module")
+def default():
+    return load_timing()
+
+
+def test_default_is_the_default_configuration(default):
+    rtl = default.rtl
+    assert (rtl["dtype"], rtl["lanes"], rtl["middle"]) == \
+        (DEFAULTS["dtype"], DEFAULTS["lanes"], DEFAULTS["middle"]), REGEN
+    names = [chiplet_name(DEFAULTS["middle"], P) for P in DEFAULTS["chiplets"]]
+    assert sorted(default.fabrics) == sorted(names), REGEN
+    assert default.data["seed"] == DEFAULTS["seed"]
+    assert set(default.data["cells"]) == {"R", "D", "RD"}
+
+
+def test_summary_follows_from_the_measurements(default):
+    assert summarize(default.data) == default.summary, REGEN
+
+
+def test_default_matches_rtl_contracts(default):
+    """Cheap structural checks: latency contracts of the cells and chiplets as the RTL states
+    them today equal what the file recorded and measured."""
+    from fred.hdl.cells import cell_latency
+    from fred.hdl.fabric import fabric_latency
+    from fred.hdl.structure import stages
+
+    m, lanes, dt = DEFAULTS["middle"], DEFAULTS["lanes"], DEFAULTS["dtype"]
+    for kind, rec in default.data["cells"].items():
+        assert rec["latency_contract"] == cell_latency(dt), (kind, REGEN)
+        assert rec["latency_cycles"] == rec["latency_contract"], (kind, REGEN)
+        assert rec["beats_per_cycle_per_port"] == 1.0, (kind, REGEN)
+    for P in DEFAULTS["chiplets"]:
+        f = default.fabrics[chiplet_name(m, P)]
+        assert f["stages"] == stages(P), REGEN
+        assert f["latency_contract"] == fabric_latency(P, m, lanes, dt), REGEN
+        for kind in FLOW_KINDS:
+            assert f["latency_cycles"][kind] == f["latency_contract"], (P, kind, REGEN)
+            assert f["beats_per_cycle_per_port"][kind] == 1.0, (P, kind, REGEN)
+
+
+def test_rtl_still_produces_the_default(default):
+    """Re-measure what the model uses (latency per flow kind, beats/cycle/port at zero
+    back-pressure) on the L1 chiplet, FRED_3(12), from today's RTL. One lane: every lane has
+    the same pipeline, so cycles and beats/cycle do not depend on the lane count (the regress
+    test below re-measures at the default lane count)."""
+    from fred.sim.measure_fabric import KINDS, kind_flows, run_fabric
+
+    m, dt = DEFAULTS["middle"], DEFAULTS["dtype"]
+    P = max(DEFAULTS["chiplets"])
+    rec = default.fabrics[chiplet_name(m, P)]
+    rng = random.Random(DEFAULTS["seed"])
+    phases = [kind_flows(k, P, rng) for k in KINDS]
+    res = run_fabric(P, m, 1, dt, phases, seed=DEFAULTS["seed"], beats=32, labels=list(KINDS),
+                     specials=False)
+    for kind, ph in zip(KINDS, res["phases"]):
+        assert ph["latency"]["max"] == rec["latency_cycles"][kind], (kind, REGEN)
+        rate = min(list(ph["out_rate"].values()) + list(ph["in_rate"].values()))
+        assert rate == pytest.approx(rec["beats_per_cycle_per_port"][kind]), (kind, REGEN)
+
+
+@pytest.mark.regress
+def test_full_recharacterization_matches_default(default, tmp_path):
+    """Everything deterministic in the default: figures per chiplet and cell, and area."""
+    out = tmp_path / "t.json"
+    assert fred_main(["characterize", "-o", str(out), "-q"]) == 0
+    new = json.loads(out.read_text())
+    old = default.data
+    assert new["summary"] == old["summary"], REGEN
+    for name, f in old["fabrics"].items():
+        g = new["fabrics"][name]
+        for key in ("latency_cycles", "beats_per_cycle_per_port", "latency_range", "stages",
+                    "area", "verilog_sha256"):
+            assert g[key] == f[key], (name, key, REGEN)
+    for name, c in old["cells"].items():
+        for key in ("latency_cycles", "beats_per_cycle_per_port", "area", "verilog_sha256"):
+            assert new["cells"][name][key] == c[key], (name, key, REGEN)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--chiplets", "twelve"], "--chiplets 'twelve'"),
+    (["--chiplets", ","], "names no chiplet"),
+    (["--beats", "1"], "--beats 1"),
+    (["--cell-beats", "-1"], "--cell-beats -1"),
+    (["--chiplets", "1"], "1"),
+    (["--lanes", "0"], "0"),
+    (["--area", "gates"], "invalid choice"),
+])
+def test_characterize_bad_input(tmp_path, capsys, argv, needle):
+    with pytest.raises(SystemExit) if "--area" in argv else _nothing():
+        rc = fred_main(["characterize", "-o", str(tmp_path / "x.json"), "-q", *argv])
+        assert rc == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("fred") and "error" in err and len(err.splitlines()) == 1
+    assert needle in err
+    assert not (tmp_path / "x.json").exists()
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
