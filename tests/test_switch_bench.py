@@ -70,6 +70,12 @@ def run(testcase, seed, **kw):
                      tag=tag, config=cfg, seed=seed, testcase=testcase)
 
 
+def test_switch_lint_clean():
+    from fred.hdl.lint import lint
+    verilog, _ = bench_config(P=4)
+    assert lint(verilog, "fred_switch") == []
+
+
 def test_switch_random_p4():
     run("switch_random", 1, P=4)
 
