@@ -162,7 +162,6 @@ class Crossbar(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         P = self.ports
-        W = self.dtype.width * self.lanes
         masks = [self.config[j * P:(j + 1) * P] for j in range(P)]
 
         # ok[j]: output j can take a beat this cycle; en[j]: output j's group advances
@@ -266,7 +265,6 @@ class Crossbar(wiring.Component):
 
     def _serial_output(self, m, j, mk, single, en, take, readies):
         P, L = self.ports, self.adder_latency
-        W = self.dtype.width * self.lanes
         nbits = max(1, (P - 1).bit_length())
         # first member (lowest set bit) and "next member after k"
         first = Signal(range(P), name=f"first{j}")

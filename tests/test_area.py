@@ -3,7 +3,7 @@
 import time
 
 import pytest
-from amaranth import Module, Signal
+from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
