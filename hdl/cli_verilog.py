@@ -3,7 +3,9 @@
 Targets are provided by the modules in :data:`TARGETS`. Such a module defines
 
 * ``verilog_arguments(parser, target)`` -- target options (``--middle``, ``--lanes`` ...);
-* ``verilog_build(args, target) -> (component, top_name)`` -- the elaboratable to convert.
+* ``verilog_build(args, target) -> (component, top_name)`` -- the elaboratable to convert, or
+  ``(verilog_text, top_name)`` when the module writes its own (reproducible) Verilog, e.g. the
+  fabric's form with one module per cell kind.
 """
 
 from __future__ import annotations
@@ -49,12 +51,18 @@ def add_arguments(parser):
 
 
 def run(args):
-    from .verilog import emit, write
+    from pathlib import Path
 
-    component, name = args._target_module.verilog_build(args, args.target)
+    from .verilog import emit
+
+    design, name = args._target_module.verilog_build(args, args.target)
+    text = design if isinstance(design, str) else emit(design, name)
     if args.output == "-":
-        sys.stdout.write(emit(component, name))
+        sys.stdout.write(text)
     else:
-        path = write(component, name, args.output)
+        path = Path(args.output)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
         print(f"wrote {path} (top module {name})", file=sys.stderr)
     return 0

@@ -565,4 +565,5 @@ def verilog_build(args, target):
     name = args.name or f"fred{args.middle}_p{args.ports}"
     if not name.isidentifier():
         raise FredError(f"module name {name!r} is not a valid identifier")
-    return Fabric(args.ports, args.middle, args.lanes, args.dtype), name
+    # the shared form: one module per cell kind, same design, much faster to write and build
+    return fabric_verilog_text(args.ports, args.middle, args.lanes, args.dtype, name), name

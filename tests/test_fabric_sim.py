@@ -127,7 +127,7 @@ def test_fabric_random_flows_subset(P, m, lanes, dtype):
 
 
 def test_fabric_flat_build_matches():
-    """The fabric exactly as ``fred verilog fabric`` emits it (every cell its own module)."""
+    """The flat form, ``emit(Fabric(...))`` (every cell its own module), passes the same bench."""
     _run_case(3, 2, 1, "int32", default_seed=77, shared=False)
 
 
