@@ -6,31 +6,19 @@
    ``build/fred-timing.json`` (:mod:`fred.sim.characterize`);
 3. print the ``fred estimate`` table computed with that timing file.
 
-A step whose module is not part of this build says so and is skipped; when everything exists,
-every step runs. Options: ``--quick`` (fewer beats per measurement), ``--no-area``,
+Options: ``--quick`` (fewer beats per measurement), ``--no-area``,
 ``--build DIR``.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import time
 from pathlib import Path
 
 LANES, DTYPE, MIDDLE = 4, "fp16", 3
 CHIPLETS = (12, 10)
-
-
-def _have(modname) -> bool:
-    try:
-        importlib.import_module(modname)
-        return True
-    except ModuleNotFoundError as exc:
-        if exc.name == modname:
-            return False
-        raise
 
 
 class _Steps:
@@ -50,25 +38,13 @@ def emit_verilog(outdir: Path) -> list:
     from fred.cli import main as fred_main
 
     outdir.mkdir(parents=True, exist_ok=True)
-    jobs = []
     common = ["--lanes", str(LANES), "--dtype", DTYPE]
-    if _have("fred.hdl.cells"):
-        jobs += [("fred_r.v", ["verilog", "r", "--middle", str(MIDDLE), *common]),
-                 ("fred_d.v", ["verilog", "d", "--middle", str(MIDDLE), *common]),
-                 ("fred_rd.v", ["verilog", "rd", *common])]
-    else:
-        print("  cells: unavailable (hdl/cells.py not in this build)")
-    if _have("fred.hdl.fabric"):
-        for P in CHIPLETS:
-            jobs.append((f"fred{MIDDLE}_p{P}.v", ["verilog", "fabric", "--ports", str(P),
-                                                  "--middle", str(MIDDLE), *common]))
-    else:
-        print("  fabric chiplets: unavailable (hdl/fabric.py not in this build)")
-    if _have("fred.hdl.switch"):
-        jobs.append(("fred_switch_p12.v", ["verilog", "switch", "--ports", "12", "--middle",
-                                           str(MIDDLE)]))
-    else:
-        print("  switch: unavailable (hdl/switch.py not in this build)")
+    jobs = [("fred_r.v", ["verilog", "r", "--middle", str(MIDDLE), *common]),
+            ("fred_d.v", ["verilog", "d", "--middle", str(MIDDLE), *common]),
+            ("fred_rd.v", ["verilog", "rd", *common])]
+    jobs += [(f"fred{MIDDLE}_p{P}.v", ["verilog", "fabric", "--ports", str(P), "--middle", str(MIDDLE), *common])
+             for P in CHIPLETS]
+    jobs.append(("fred_switch_p12.v", ["verilog", "switch", "--ports", "12", "--middle", str(MIDDLE)]))
     done = []
     for name, argv in jobs:
         t = time.perf_counter()
@@ -80,16 +56,12 @@ def emit_verilog(outdir: Path) -> list:
 
 
 def characterize_step(path: Path, quick: bool, area: bool):
-    """Characterize into ``path``; return the path or None when unavailable."""
-    if not _have("fred.sim.measure_fabric"):
-        print("  characterization: unavailable (sim/measure_fabric.py not in this build); "
-              "the estimate below uses the embedded default timing file")
-        return None
+    """Characterize into ``path``; return the path."""
     from fred.sim.characterize import characterize, write_timing
 
     kw = dict(beats=64, sweep_beats=48, cell_beats=150, loads=(0.5, 1.0)) if quick else {}
     doc = characterize(lanes=LANES, dtype=DTYPE, middle=MIDDLE, chiplets=CHIPLETS,
-                       area="hier" if area else "none", switch=_have("fred.sim.measure_switch"),
+                       area="hier" if area else "none", switch=True,
                        progress=True, **kw)
     write_timing(doc, path)
     s = doc["summary"]
@@ -104,42 +76,11 @@ def characterize_step(path: Path, quick: bool, area: bool):
     return path
 
 
-def _estimate_has_timing_option() -> bool:
-    from fred.model import cli_estimate
+def estimate_step(timing_path) -> int:
+    """Print the ``fred estimate`` table with the switch timing read from ``timing_path``."""
+    from fred.cli import main as fred_main
 
-    p = argparse.ArgumentParser()
-    cli_estimate.add_arguments(p)
-    return "--timing" in p._option_string_actions
-
-
-def estimate_step(timing_path):
-    """Print the ``fred estimate`` table with the switch timing read from ``timing_path``
-    (None = the embedded default)."""
-    if not _have("fred.model.cli_estimate") or not _have("fred.model.estimate"):
-        print("  estimate: unavailable (model/cli_estimate.py not in this build)")
-        return 0
-    from fred.model.timing import load_timing, switch_timing
-
-    tf = load_timing(timing_path)
-    if _estimate_has_timing_option():
-        from fred.cli import main as fred_main
-        argv = ["estimate"] + (["--timing", str(timing_path)] if timing_path else [])
-        return fred_main(argv)
-    # fred estimate does not take --timing yet: same table, switch timing from the file
-    from fred.model import cli_estimate
-    from fred.model.estimate import estimate_table
-
-    ns = cli_estimate.build_namespace() if hasattr(cli_estimate, "build_namespace") else None
-    if ns is None:
-        p = argparse.ArgumentParser()
-        cli_estimate.add_arguments(p)
-        ns = p.parse_args([])
-    params, npu, gran = cli_estimate.hardware_from_args(ns)
-    params = params.replace(switch=switch_timing(tf))
-    rows = estimate_table(None, None, None, params=params, npu=npu, **gran)
-    source = rows[0].timing_source if rows and rows[0].timing_source else params.switch.source
-    print(cli_estimate.format_table(rows, source))
-    return 0
+    return fred_main(["estimate", "--timing", str(timing_path)])
 
 
 def main(argv=None) -> int:

@@ -22,6 +22,7 @@ TARGETS = {
     "rd": ("fred.hdl.cells", "RD-microswitch: 2x2 with reduction and broadcast"),
     "fabric": ("fred.hdl.fabric", "FRED_m(P) recursive reduce/distribute fabric"),
     "switch": ("fred.hdl.switch", "full FRED switch: control unit, virtual channels, credits, fabric"),
+    "crossbar": ("fred.hdl.crossbar", "baseline crossbar that reduces at the output port"),
 }
 
 

@@ -19,7 +19,9 @@ def add_hardware_arguments(p):
     g.add_argument("--mesh-link-bw", type=float, metavar="GBPS", help="mesh link bandwidth, GB/s (default 750)")
     g.add_argument("--io-bw", type=float, metavar="GBPS", help="I/O controller bandwidth, GB/s (default 128)")
     g.add_argument("--link-latency-ns", type=float, metavar="NS", help="wafer link latency, ns (default 20)")
-    g.add_argument("--switch-cycles", type=float, metavar="N", help="switch traversal latency in cycles")
+    g.add_argument("--timing", metavar="FILE", default=None,
+                   help="switch timing from a `fred characterize` timing file (default: the embedded one)")
+    g.add_argument("--switch-cycles", type=float, metavar="N", help="switch traversal latency in cycles (overrides --timing)")
     g.add_argument("--switch-ghz", type=float, metavar="GHZ", help="switch clock in GHz")
     g.add_argument("--granularity", type=int, metavar="N", default=None,
                    help="DP buckets per stage in the last microbatch's backward (weight stationary; default 4)")
@@ -48,6 +50,11 @@ def hardware_from_args(args):
         ch["hbm_bw"] = args.hbm_bw * TB
     if getattr(args, "link_latency_ns", None) is not None:
         ch["link_latency"] = args.link_latency_ns * NS
+    if getattr(args, "timing", None):
+        from .timing import load_timing, switch_timing
+
+        clock = args.switch_ghz * 1e9 if getattr(args, "switch_ghz", None) is not None else None
+        ch["switch"] = switch_timing(load_timing(args.timing), clock_hz=clock)
     sw = {}
     if getattr(args, "switch_cycles", None) is not None:
         sw["latency_cycles"] = args.switch_cycles
@@ -55,7 +62,7 @@ def hardware_from_args(args):
         sw["clock_hz"] = args.switch_ghz * 1e9
     if sw:
         sw["source"] = "command line: " + ", ".join(f"{k}={v}" for k, v in sw.items())
-        ch["switch"] = dataclasses.replace(p.switch, **sw)
+        ch["switch"] = dataclasses.replace(ch.get("switch", p.switch), **sw)
     if ch:
         p = p.replace(**ch)
     n = {}

@@ -8,15 +8,18 @@ Every constant is defined exactly once, here, with its source:
 Units: bytes, seconds, bytes/second, hertz. ``GB = 1e9`` and ``TB = 1e12`` bytes (decimal),
 ``GiB = 2**30`` bytes.
 
-The switch timing (:class:`SwitchTiming`) is a single field of :class:`WaferParams` so that the
-characterization flow (issue 6) can replace it with values read from a measured timing file::
+The switch timing (:class:`SwitchTiming`) is a single field of :class:`WaferParams`. By default
+it is read from the timing file measured from the RTL that ships inside the package
+(``fred/sim/data/timing-default.json``, written by ``fred characterize``); another file::
 
-    p = dataclasses.replace(default_params(), switch=SwitchTiming(12, 1.0e9, 1.0, "build/fred-timing.json"))
+    from fred.model.timing import load_timing, switch_timing
+    p = dataclasses.replace(default_params(), switch=switch_timing(load_timing("build/fred-timing.json")))
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 
 # ---- units -----------------------------------------------------------------------------------
@@ -47,7 +50,9 @@ L1_L2_BW_HIGH = 12 * TB           # FRED-SPEC §5: Fred-C/D L1<->L2 bandwidth pe
 # and, on the mesh, one per free edge port of the edge NPUs (corner NPUs have two free ports:
 # 4 corners x 2 + 10 other edge NPUs x 1 = 18 = 2 * (5 + 4)).
 
-# ours: switch timing until issue 6 measures it from the RTL. A FRED_3(12) fabric is
+# ours: the clock of the switch RTL (the paper gives none); the timing file gives cycles.
+# The figures below are only the fallback of an explicitly constructed ``SwitchTiming()``:
+# the default parameter set reads the measured timing file (see ``_measured_switch``). A FRED_3(12) fabric is
 # R(6) -> FRED_3(6) -> D(6): R, R, FRED_3(3) (3 cell stages), D, D ~ 7 registered µSwitch
 # stages; plus input-port buffer, header decode and output register ~ 16 cycles per traversal
 # of one logical switch. Clock 1 GHz (the paper gives none). The cells are fully pipelined, one
@@ -92,6 +97,14 @@ class SwitchTiming:
         return link_bw * self.beats_per_cycle_per_port
 
 
+@functools.cache
+def _measured_switch() -> SwitchTiming:
+    """The switch timing measured from the RTL: the embedded default timing file."""
+    from .timing import switch_timing
+
+    return switch_timing()
+
+
 ZERO_SWITCH_TIMING = SwitchTiming(0, 1.0e9, 1.0, "ours: ideal switch (no traversal latency), as in ASTRA-sim analytical")
 
 
@@ -109,7 +122,7 @@ class WaferParams:
     io_bw: float = IO_BW                    # per I/O controller link, each direction
     link_latency: float = LINK_LATENCY      # per wafer link hop
     npus_per_l1: int = NPUS_PER_L1
-    switch: SwitchTiming = field(default_factory=SwitchTiming)
+    switch: SwitchTiming = field(default_factory=lambda: _measured_switch())
 
     def __post_init__(self):
         for name in ("npus", "mesh_rows", "mesh_cols", "io_count", "npus_per_l1"):
