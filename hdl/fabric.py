@@ -150,6 +150,16 @@ class _Pipe:
         return en
 
 
+def _check_mux_params(cell, m, lanes, dtype, latency):
+    """Validate and store the parameters shared by :class:`DemuxCell` and :class:`MuxCell`."""
+    if not isinstance(m, int) or m < 1:
+        raise ValueError(f"middle {m!r} must be a positive integer")
+    _check_lanes(lanes)
+    if not isinstance(latency, int) or isinstance(latency, bool) or latency < 1:
+        raise ValueError(f"latency {latency!r} must be a positive integer")
+    cell.m, cell.lanes, cell.dtype, cell.latency = m, lanes, get_dtype(dtype), latency
+
+
 class DemuxCell(wiring.Component):
     """1 -> m demultiplexer for the last input port of an odd FRED_m(P).
 
@@ -160,12 +170,7 @@ class DemuxCell(wiring.Component):
     """
 
     def __init__(self, m: int, lanes: int, dtype, latency: int):
-        if not isinstance(m, int) or m < 1:
-            raise ValueError(f"middle {m!r} must be a positive integer")
-        _check_lanes(lanes)
-        if not isinstance(latency, int) or isinstance(latency, bool) or latency < 1:
-            raise ValueError(f"latency {latency!r} must be a positive integer")
-        self.m, self.lanes, self.dtype, self.latency = m, lanes, get_dtype(dtype), latency
+        _check_mux_params(self, m, lanes, dtype, latency)
         S = stream_signature(lanes, dtype)
         super().__init__({"i": In(S), "o": Out(S).array(m), "config": In(_sel_width(m))})
 
@@ -207,12 +212,7 @@ class MuxCell(wiring.Component):
     """
 
     def __init__(self, m: int, lanes: int, dtype, latency: int):
-        if not isinstance(m, int) or m < 1:
-            raise ValueError(f"middle {m!r} must be a positive integer")
-        _check_lanes(lanes)
-        if not isinstance(latency, int) or isinstance(latency, bool) or latency < 1:
-            raise ValueError(f"latency {latency!r} must be a positive integer")
-        self.m, self.lanes, self.dtype, self.latency = m, lanes, get_dtype(dtype), latency
+        _check_mux_params(self, m, lanes, dtype, latency)
         S = stream_signature(lanes, dtype)
         super().__init__({"i": In(S).array(m), "o": Out(S), "config": In(_sel_width(m))})
 

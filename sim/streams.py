@@ -28,22 +28,15 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
+from fred.hdl.packet import flit_from_lanes, lanes_from_flit
+
 __all__ = ["pack_lanes", "unpack_lanes", "Cycles", "PauseGenerator", "StreamDriver",
            "StreamMonitor", "watchdog", "start"]
 
 
-def pack_lanes(values, width: int) -> int:
-    """Pack lane values (lane 0 first) into one integer payload."""
-    mask = (1 << width) - 1
-    word = 0
-    for k, v in enumerate(values):
-        word |= (int(v) & mask) << (k * width)
-    return word
-
-
-def unpack_lanes(word: int, width: int, lanes: int) -> list:
-    mask = (1 << width) - 1
-    return [(word >> (k * width)) & mask for k in range(lanes)]
+# one implementation of the lane packing, shared with the packet format
+pack_lanes = flit_from_lanes      # (values, width) -> payload integer, lane 0 in the low bits
+unpack_lanes = lanes_from_flit    # (payload, width, lanes) -> list of lane values
 
 
 class Cycles:
