@@ -497,7 +497,9 @@ class Sim:
                 links.update(self.topo.path(root, m))
                 up = max(up, self._lat(m, root))
                 down = max(down, self._lat(root, m))
-            lat = up + down + (self._sw_lat if self.topo.kinds[root] == "switch" else 0.0)
+            # a switch-rooted flow is a phase of its own: the switch first loads its configuration
+            in_switch = self.topo.kinds[root] == "switch"
+            lat = up + down + (self._sw_lat + self.timing.phase_switch_s if in_switch else 0.0)
             pid = self._add_path(key, links, members, lat, self._tree_cap(links), members)
         return pid
 

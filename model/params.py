@@ -78,12 +78,17 @@ class SwitchTiming:
     clock_hz: float = SWITCH_CLOCK_HZ
     beats_per_cycle_per_port: float = SWITCH_BEATS_PER_CYCLE_PER_PORT
     source: str = SWITCH_TIMING_SOURCE
+    #: cycles the control unit needs to switch to a new phase's configuration (measured by the
+    #: switch bench); paid once by every in-switch collective flow, which is a phase of its own
+    phase_switch_cycles: float = 0.0
 
     def __post_init__(self):
         if not self.latency_cycles >= 0:
             raise ValueError(f"switch latency_cycles must be >= 0, got {self.latency_cycles!r}")
         if not self.clock_hz > 0:
             raise ValueError(f"switch clock_hz must be > 0, got {self.clock_hz!r}")
+        if not self.phase_switch_cycles >= 0:
+            raise ValueError(f"switch phase_switch_cycles must be >= 0, got {self.phase_switch_cycles!r}")
         if not self.beats_per_cycle_per_port > 0:
             raise ValueError(f"switch beats_per_cycle_per_port must be > 0, got {self.beats_per_cycle_per_port!r}")
 
@@ -91,6 +96,11 @@ class SwitchTiming:
     def latency_s(self) -> float:
         """Switch traversal latency in seconds."""
         return self.latency_cycles / self.clock_hz
+
+    @property
+    def phase_switch_s(self) -> float:
+        """Phase (configuration) switch latency in seconds."""
+        return self.phase_switch_cycles / self.clock_hz
 
     def collective_bandwidth(self, link_bw: float) -> float:
         """In-switch collective bandwidth on a port of bandwidth ``link_bw`` (B/s)."""
