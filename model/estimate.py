@@ -55,6 +55,7 @@ class Estimate:
     speedup: float | None = None
     paper_speedup: float | None = None
     notes: list = field(default_factory=list)
+    preemptions: int = 0
 
     @property
     def exposed_comm(self) -> float:
@@ -99,7 +100,8 @@ def estimate(workload, fabric, strategy=None, *, params=None, npu=None, microbat
                     compute_time=r.compute_time, compute_busy=r.compute_busy, exposed=dict(r.exposed),
                     comm_busy=dict(r.comm_busy), memory_per_npu=r.memory_per_npu,
                     timing_source=r.timing_source or p.switch.source, tasks=r.tasks, sim_seconds=r.sim_seconds,
-                    paper_speedup=PAPER_SPEEDUPS.get(w.name, {}).get(fab), notes=list(r.notes))
+                    paper_speedup=PAPER_SPEEDUPS.get(w.name, {}).get(fab), notes=list(r.notes),
+                    preemptions=r.preemptions)
 
 
 def resolve_workloads(names=None) -> list[str]:

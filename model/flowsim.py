@@ -274,25 +274,52 @@ def maxmin_rates(ent_flow, ent_link, nflows, link_cap, flow_cap=None):
     return rate
 
 
-def _priority_rates(ent_flow, ent_link, nflows, link_cap, flow_cap, prio):
-    """Strict priority between classes (highest first), max-min fair inside each class."""
+def _priority_rates(ent_flow, ent_link, nflows, link_cap, flow_cap, prio, sw=None):
+    """Strict priority between classes (highest first), max-min fair inside each class.
+
+    ``sw``: optional FRED switch arbitration ``(sw_a, sw_b, num_nodes)``: per link, the switch
+    node at its source / destination end (-1: not a switch). A FRED switch runs one phase at a
+    time (FRED-SPEC §4), so priority classes time-share its fabric: one class's flows at a switch
+    form one phase and run in parallel; that phase needs the fabric for the busiest of its ports
+    (the highest ``class rate on the link / link bandwidth`` over the switch's links), and the
+    classes below may use a link at a switch only for the fabric time left: its capacity for
+    them is at most ``left x bandwidth``.
+    """
     rate = np.zeros(nflows)
-    cap = np.asarray(link_cap, dtype=float).copy()
+    link_cap = np.asarray(link_cap, dtype=float)
+    cap = link_cap.copy()
     levels = np.unique(prio)[::-1]
+    if sw is not None:
+        sw_a, sw_b, n_nodes = sw
+        ma, mb = sw_a >= 0, sw_b >= 0
+        left = np.ones(n_nodes)            # fabric time not yet taken by higher classes
     for lv in levels:
         sel = np.flatnonzero(prio == lv)
         local = np.full(nflows, -1, dtype=np.int64)
         local[sel] = np.arange(sel.size)
         m = local[ent_flow] >= 0
         ef, el = local[ent_flow[m]], ent_link[m]
-        # links with no capacity left starve this class
-        r = maxmin_rates(ef, el, sel.size, np.maximum(cap, 1e-300), flow_cap[sel])
+        ecap = cap
+        if sw is not None and (left < 1.0).any():
+            ecap = cap.copy()
+            ecap[ma] = np.minimum(ecap[ma], left[sw_a[ma]] * link_cap[ma])
+            ecap[mb] = np.minimum(ecap[mb], left[sw_b[mb]] * link_cap[mb])
+        # links (or switch fabrics) with no capacity left starve this class
+        r = maxmin_rates(ef, el, sel.size, np.maximum(ecap, 1e-300), flow_cap[sel])
         dead = np.zeros(sel.size, dtype=bool)
-        dead[ef[cap[el] <= 1e-9 * np.maximum(link_cap[el], 1.0)]] = True
+        dead[ef[ecap[el] <= 1e-9 * np.maximum(link_cap[el], 1.0)]] = True
         r[dead] = 0.0
         rate[sel] = r
-        np.subtract.at(cap, el, r[ef])
+        used = np.bincount(el, weights=r[ef], minlength=cap.size)
+        cap -= used
         np.maximum(cap, 0.0, out=cap)
+        if sw is not None:
+            occ = np.zeros(n_nodes)
+            frac = used / np.maximum(link_cap, 1e-300)
+            np.maximum.at(occ, sw_a[ma], frac[ma])
+            np.maximum.at(occ, sw_b[mb], frac[mb])
+            left -= occ
+            left[left < 1e-9] = 0.0
     return rate
 
 
@@ -653,6 +680,16 @@ class Sim:
         p_flat = np.concatenate(self._p_links) if P else np.zeros(0, dtype=np.int64)
         p_lat = np.asarray(self._p_lat, dtype=float)
         p_cap = np.asarray(self._p_cap, dtype=float)
+        # FRED switch arbitration (one phase at a time, MP > PP > DP): only where classes differ
+        arb = bool(multi_prio and topo.fred_switches and topo.is_switch.any())
+        if arb:
+            n_nodes = topo.num_nodes
+            sw_a = np.where(topo.is_switch[topo.link_src], topo.link_src, -1).astype(np.int64)
+            sw_b = np.where(topo.is_switch[topo.link_dst], topo.link_dst, -1).astype(np.int64)
+            t_pre, t_resume = self.timing.preemption_s, self.timing.phase_switch_s
+        xlat = np.zeros(N)                     # latency added by preemptions, per task
+        fresh = np.zeros(N, dtype=bool)        # flow started since the last rate solve
+        n_pre = n_res = 0
 
         start = np.full(N, np.nan)
         finish = np.full(N, np.nan)
@@ -701,6 +738,7 @@ class Sim:
                         lk, ow = _gather(p_ptr, p_flat, path[fl])
                         ent_task = np.concatenate([ent_task, fl[ow]])
                         ent_link = np.concatenate([ent_link, lk])
+                        fresh[fl] = True
                         dirty = True
                     if ti.size:
                         z = tt <= t
@@ -727,7 +765,33 @@ class Sim:
                 pos[act] = np.arange(act.size)
                 owner = pos[ent_task]
                 links = ent_link
-                if multi_prio:
+                if arb:
+                    pa = prio[act]
+                    isnew = fresh[act]
+                    if isnew.any():
+                        # a new flow meets a lower class holding the fabric of a switch on its
+                        # route: it preempts (pays the measured preemption latency), and every
+                        # flow it interrupts there pays a phase switch to get the fabric back
+                        ea, eb = sw_a[links], sw_b[links]
+                        sn = np.concatenate([ea[ea >= 0], eb[eb >= 0]])
+                        so = np.concatenate([owner[ea >= 0], owner[eb >= 0]])
+                        run_e = (~isnew & (rate > 0))[so]
+                        new_e = isnew[so]
+                        minp = np.full(n_nodes, np.iinfo(np.int64).max)
+                        np.minimum.at(minp, sn[run_e], pa[so[run_e]])
+                        pre = np.unique(so[new_e & (minp[sn] < pa[so])])
+                        if pre.size:
+                            maxp = np.full(n_nodes, np.iinfo(np.int64).min)
+                            np.maximum.at(maxp, sn[new_e], pa[so[new_e]])
+                            vic = np.unique(so[run_e & (maxp[sn] > pa[so])])
+                            xlat[act[pre]] += t_pre
+                            xlat[act[vic]] += t_resume
+                            n_pre += int(pre.size)
+                            n_res += int(vic.size)
+                        fresh[act] = False
+                    rate = _priority_rates(owner, links, act.size, cap_link, p_cap[path[act]], pa,
+                                           sw=(sw_a, sw_b, n_nodes))
+                elif multi_prio:
                     rate = _priority_rates(owner, links, act.size, cap_link, p_cap[path[act]], prio[act])
                 else:
                     rate = maxmin_rates(owner, links, act.size, cap_link, p_cap[path[act]])
@@ -754,7 +818,7 @@ class Sim:
                     ke = ~gone[ent_task]
                     ent_task, ent_link = ent_task[ke], ent_link[ke]
                     dirty = True
-                    lat = p_lat[path[fl]]
+                    lat = p_lat[path[fl]] + xlat[fl]
                     z = lat <= 0
                     if z.any():
                         done_now = np.concatenate([done_now, fl[z]])
@@ -792,4 +856,7 @@ class Sim:
             bytes_recv = np.zeros(topo.num_nodes)
         res = SimResult(self, start, finish, link_bytes[:L], bytes_sent[: topo.num_nodes], events)
         res.bytes_received = bytes_recv[: topo.num_nodes]
+        res.preemptions = n_pre
+        res.resumes = n_res
+        res.preemption_latency = float(xlat.sum())
         return res

@@ -50,6 +50,13 @@ L1_L2_BW_HIGH = 12 * TB           # FRED-SPEC §5: Fred-C/D L1<->L2 bandwidth pe
 # and, on the mesh, one per free edge port of the edge NPUs (corner NPUs have two free ports:
 # 4 corners x 2 + 10 other edge NPUs x 1 = 18 = 2 * (5 + 4)).
 
+# FRED-SPEC §4: a FRED switch runs one phase at a time; a higher-priority phase preempts at packet
+# boundaries, MP > PP > DP (one data VC each). Flow-simulator priority classes (higher first):
+VC_PRIORITY = {"mp": 2, "pp": 1, "dp": 0}
+# ours: weight streaming in, gradients streaming out and the input minibatch travel on the DP VC
+# (the lowest): they feed the DP group's members and are the least latency-critical.
+TRAFFIC_VC = {"mp": "mp", "pp": "pp", "dp": "dp", "stream": "dp", "input": "dp"}
+
 # ours: the clock of the switch RTL (the paper gives none); the timing file gives cycles.
 # The figures below are only the fallback of an explicitly constructed ``SwitchTiming()``:
 # the default parameter set reads the measured timing file (see ``_measured_switch``). A FRED_3(12) fabric is
@@ -79,8 +86,13 @@ class SwitchTiming:
     beats_per_cycle_per_port: float = SWITCH_BEATS_PER_CYCLE_PER_PORT
     source: str = SWITCH_TIMING_SOURCE
     #: cycles the control unit needs to switch to a new phase's configuration (measured by the
-    #: switch bench); paid once by every in-switch collective flow, which is a phase of its own
+    #: switch bench); paid once by every in-switch collective flow, which is a phase of its own,
+    #: and by a preempted flow each time it gets the fabric back
     phase_switch_cycles: float = 0.0
+    #: cycles from a higher-priority phase being ready to its first output while a lower-priority
+    #: phase holds the fabric (the round in flight drains, then the new configuration loads;
+    #: measured by the switch bench, worst case); paid by a flow that preempts
+    preemption_cycles: float = 0.0
 
     def __post_init__(self):
         if not self.latency_cycles >= 0:
@@ -89,6 +101,8 @@ class SwitchTiming:
             raise ValueError(f"switch clock_hz must be > 0, got {self.clock_hz!r}")
         if not self.phase_switch_cycles >= 0:
             raise ValueError(f"switch phase_switch_cycles must be >= 0, got {self.phase_switch_cycles!r}")
+        if not self.preemption_cycles >= 0:
+            raise ValueError(f"switch preemption_cycles must be >= 0, got {self.preemption_cycles!r}")
         if not self.beats_per_cycle_per_port > 0:
             raise ValueError(f"switch beats_per_cycle_per_port must be > 0, got {self.beats_per_cycle_per_port!r}")
 
@@ -101,6 +115,11 @@ class SwitchTiming:
     def phase_switch_s(self) -> float:
         """Phase (configuration) switch latency in seconds."""
         return self.phase_switch_cycles / self.clock_hz
+
+    @property
+    def preemption_s(self) -> float:
+        """Preemption latency in seconds (a higher-priority phase taking the fabric)."""
+        return self.preemption_cycles / self.clock_hz
 
     def collective_bandwidth(self, link_bw: float) -> float:
         """In-switch collective bandwidth on a port of bandwidth ``link_bw`` (B/s)."""

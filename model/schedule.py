@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 from fred import FredError
 
 from . import compute as C
+from .params import TRAFFIC_VC, VC_PRIORITY
 from .parallel_groups import parse_strategy, place
 
 KINDS = ("compute", "mp", "dp", "pp", "stream", "input")
@@ -83,6 +84,7 @@ class ScheduleResult:
     timing_source: str = ""
     notes: list = field(default_factory=list)
     memory_per_npu: float = 0.0
+    preemptions: int = 0                # flows that preempted a lower VC's phase in a FRED switch
 
 
 class _Graph:
@@ -90,6 +92,8 @@ class _Graph:
 
     def __init__(self, sim):
         self.sim = sim
+        # FRED switches arbitrate by virtual channel (MP > PP > DP); elsewhere all traffic is equal
+        self.vc_priority = bool(getattr(sim.topo, "fred_switches", False))
         self.kind: dict[int, str] = {}
         self.deps: dict[int, tuple] = {}
         self.cdur: dict[int, float] = {}
@@ -104,6 +108,12 @@ class _Graph:
         t = self.sim.delay(max(0.0, float(dur)), deps=deps, label=label)
         self.cdur[t] = (float(dur), stage)
         return self._rec(t, "compute", deps)
+
+    def priority(self, kind) -> int:
+        """Flow-simulator priority of a communication kind: its VC's on FRED switches, else 0."""
+        if not self.vc_priority:
+            return 0
+        return VC_PRIORITY[TRAFFIC_VC.get(kind, "dp")]
 
     def join(self, deps):
         deps = [d for d in deps if d is not None]
@@ -121,7 +131,7 @@ class _Graph:
             if not groups:
                 return self.join(deps) if deps else None
         arg = groups[0] if len(groups) == 1 else groups
-        t = self.sim.collective(op, arg, float(nbytes), deps=deps, label=kind)
+        t = self.sim.collective(op, arg, float(nbytes), deps=deps, label=kind, priority=self.priority(kind))
         return self._rec(t, kind, deps)
 
     def multicasts(self, pairs, nbytes, deps, kind):
@@ -134,7 +144,8 @@ class _Graph:
         if not groups:
             return self.join(deps) if deps else None
         arg = groups[0] if len(groups) == 1 else groups
-        t = self.sim.collective("multicast", arg, float(nbytes), deps=deps, label=kind)
+        t = self.sim.collective("multicast", arg, float(nbytes), deps=deps, label=kind,
+                                priority=self.priority(kind))
         return self._rec(t, kind, deps)
 
 
@@ -279,6 +290,7 @@ def build_and_run(workload, topo, strategy=None, *, npu=None, microbatches=None,
     out = _analyse(g, res, abc, notes)
     out.sim_seconds = wall
     out.memory_per_npu = mem
+    out.preemptions = int(getattr(res, "preemptions", 0))
     out.timing_source = str(getattr(res, "timing_source", "") or getattr(getattr(topo, "timing", None), "source", ""))
     return out
 

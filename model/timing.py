@@ -219,4 +219,5 @@ def switch_timing(tf: TimingFile | None = None, clock_hz: float | None = None):
     return params.SwitchTiming(latency_cycles=tf.latency_cycles, clock_hz=clock,
                                beats_per_cycle_per_port=tf.beats_per_cycle_per_port,
                                phase_switch_cycles=float(tf.summary.get("phase_switch_cycles") or 0),
+                               preemption_cycles=float(tf.summary.get("preemption_cycles_max") or 0),
                                source=f"timing file {tf.describe()}")

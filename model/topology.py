@@ -33,9 +33,12 @@ class Topology:
     """A directed graph of links. Build with :meth:`add_node` / :meth:`add_link` (NPUs first)."""
 
     def __init__(self, name: str, *, multicast: bool = False, in_network_reduction: bool = False,
-                 timing: SwitchTiming | None = None, fabric: str | None = None):
+                 timing: SwitchTiming | None = None, fabric: str | None = None, fred_switches: bool = False):
         self.name = name
         self.fabric = fabric                  # "mesh", "fred-a", ... for the wafer fabrics
+        # FRED switches (FRED-SPEC §4): each switch runs one phase at a time, MP > PP > DP with
+        # preemption; the flow simulator then time-shares every switch between priority classes
+        self.fred_switches = bool(fred_switches)
         self.multicast = multicast
         self.in_network_reduction = in_network_reduction
         self.timing = timing if timing is not None else ZERO_SWITCH_TIMING
@@ -438,10 +441,12 @@ def fully_connected(n: int, bw: float, latency: float = 0.0, name: str | None = 
 
 
 def single_switch(n: int, bw: float, latency: float = 0.0, name: str | None = None, *, in_switch: bool = False,
-                  timing: SwitchTiming | None = None) -> Topology:
-    """``n`` NPUs on one switch. ``in_switch``: the switch reduces and multicasts (FRED-like)."""
+                  timing: SwitchTiming | None = None, fred_switches: bool = False) -> Topology:
+    """``n`` NPUs on one switch. ``in_switch``: the switch reduces and multicasts (FRED-like);
+    ``fred_switches``: it runs one phase at a time with MP > PP > DP preemption (FRED-SPEC §4)."""
     t = multidim([("switch", n, bw, latency)], name or f"switch({n})", multicast=in_switch,
                  in_network_reduction=in_switch, timing=timing)
+    t.fred_switches = bool(fred_switches)
     # a single switch is also a tree: allows tree-style in-switch algorithms
     sw = t.meta["dims"][0][3][0]
     t.meta["parent"] = {i: sw for i in range(n)}
@@ -454,9 +459,10 @@ def single_switch(n: int, bw: float, latency: float = 0.0, name: str | None = No
 
 def tree2(l1_count: int, npus_per_l1: int, npu_bw: float, up_bw: float, latency: float = 0.0, *,
           io_count: int = 0, io_bw: float = 0.0, in_switch: bool = False, timing: SwitchTiming | None = None,
-          name: str | None = None, fabric: str | None = None) -> Topology:
+          name: str | None = None, fabric: str | None = None, fred_switches: bool = False) -> Topology:
     """2-level tree: ``l1_count`` L1 switches with ``npus_per_l1`` NPUs each, one L2 above.
 
+    ``fred_switches``: the switches run one phase at a time with MP > PP > DP preemption.
     NPU i hangs off L1 ``i // npus_per_l1`` with ``npu_bw`` per direction; each L1<->L2 link has
     ``up_bw`` per direction; I/O controller k attaches to L1 ``k % l1_count`` with ``io_bw``.
     """
@@ -464,7 +470,7 @@ def tree2(l1_count: int, npus_per_l1: int, npu_bw: float, up_bw: float, latency:
         if not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"tree {nm} must be a positive integer, got {v!r}")
     topo = Topology(name or f"tree({l1_count}x{npus_per_l1})", multicast=in_switch,
-                    in_network_reduction=in_switch, timing=timing, fabric=fabric)
+                    in_network_reduction=in_switch, timing=timing, fabric=fabric, fred_switches=fred_switches)
     n = l1_count * npus_per_l1
     for i in range(n):
         topo.add_node("npu", f"npu{i}")
@@ -506,7 +512,8 @@ def build_fabric(name: str, params: WaferParams | None = None) -> Topology:
     if p.npus % p.npus_per_l1:
         raise ValueError(f"{p.npus} NPUs do not split into L1 switches of {p.npus_per_l1}")
     topo = tree2(p.l1_count, p.npus_per_l1, p.npu_net_bw, v.l1_l2_bw, p.link_latency, io_count=p.io_count,
-                 io_bw=p.io_bw, in_switch=v.in_switch, timing=p.switch, name=v.display, fabric=v.name)
+                 io_bw=p.io_bw, in_switch=v.in_switch, timing=p.switch, name=v.display, fabric=v.name,
+                 fred_switches=True)
     topo.meta["variant"] = v
     topo.meta["params"] = p
     return topo
