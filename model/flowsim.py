@@ -356,6 +356,10 @@ class Sim:
         self._p_cache: dict = {}
         self._spans: list[tuple[int, int]] = []  # (begin task, join task) of collectives
         self._sw_lat = self.timing.latency_s
+        eff = float(getattr(topo, "link_efficiency", 1.0))
+        if not 0 < eff <= 1:
+            raise ValueError(f"topology link_efficiency {eff!r} must be in (0, 1]")
+        self._eff = eff
 
     # ---- bookkeeping ---------------------------------------------------------------------------
     @property
@@ -462,7 +466,7 @@ class Sim:
         ls = [l for l in links if sw[t.link_src[l]] or sw[t.link_dst[l]]]
         if not ls:
             return np.inf
-        return float(b * t.link_bw[ls].min())
+        return float(b * t.link_bw[ls].min() * self._eff)
 
     def path_unicast(self, src, dst) -> int:
         key = ("u", src, dst)
@@ -663,7 +667,7 @@ class Sim:
         succ = self._succ.view()
         topo = self.topo
         L = topo.num_links
-        cap_link = topo.link_bw.astype(float)
+        cap_link = topo.link_bw.astype(float) * self._eff   # payload bytes/s
 
         # successor CSR and in-degrees
         order = np.argsort(pred, kind="stable")

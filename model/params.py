@@ -57,6 +57,12 @@ VC_PRIORITY = {"mp": 2, "pp": 1, "dp": 0}
 # (the lowest): they feed the DP group's members and are the least latency-critical.
 TRAFFIC_VC = {"mp": "mp", "pp": "pp", "dp": "dp", "stream": "dp", "input": "dp"}
 
+PACKET_BYTES = 4 * KiB            # FRED-SPEC §4: data packets of 4 KB (payload)
+FLIT_BYTES = 512                  # FRED-SPEC §4: 512 B flits
+ACK_EVERY = 16                    # FRED-SPEC §4: Go-Back-N, one cumulative ACK per 16 data packets
+# ours: the header (6 B, FRED-SPEC §4) travels in a flit of its own (fred.hdl.packet, as the RTL
+# does), so a data packet is 1 + 8 flits; fred.model.packets derives the links' payload share.
+
 # ours: the clock of the switch RTL (the paper gives none); the timing file gives cycles.
 # The figures below are only the fallback of an explicitly constructed ``SwitchTiming()``:
 # the default parameter set reads the measured timing file (see ``_measured_switch``). A FRED_3(12) fabric is
@@ -152,6 +158,9 @@ class WaferParams:
     link_latency: float = LINK_LATENCY      # per wafer link hop
     npus_per_l1: int = NPUS_PER_L1
     switch: SwitchTiming = field(default_factory=lambda: _measured_switch())
+    packet_bytes: int = PACKET_BYTES        # payload per data packet
+    flit_bytes: int = FLIT_BYTES
+    ack_every: int = ACK_EVERY              # data packets per cumulative ACK
 
     def __post_init__(self):
         for name in ("npus", "mesh_rows", "mesh_cols", "io_count", "npus_per_l1"):
@@ -164,6 +173,14 @@ class WaferParams:
                 raise ValueError(f"WaferParams.{name} must be > 0, got {v!r}")
         if not self.link_latency >= 0:
             raise ValueError(f"WaferParams.link_latency must be >= 0, got {self.link_latency!r}")
+        self.link_efficiency  # validates the packet sizes
+
+    @property
+    def link_efficiency(self) -> float:
+        """Payload share of a link's bandwidth under the packet format (:mod:`fred.model.packets`)."""
+        from .packets import link_efficiency
+
+        return link_efficiency(self.packet_bytes, self.flit_bytes, self.ack_every)
 
     @property
     def l1_count(self) -> int:
@@ -253,6 +270,10 @@ def parameter_table(params: WaferParams | None = None) -> list[tuple[str, float 
         ("NPUs per L1 switch", p.npus_per_l1, "", "FRED-SPEC §5"),
         ("L1<->L2 per L1, Fred-A/B", L1_L2_BW_LOW / TB, "TB/s", "FRED-SPEC §5"),
         ("L1<->L2 per L1, Fred-C/D", L1_L2_BW_HIGH / TB, "TB/s", "FRED-SPEC §5"),
+        ("data packet payload", p.packet_bytes / KiB, "KiB", "FRED-SPEC §4"),
+        ("flit", p.flit_bytes, "B", "FRED-SPEC §4"),
+        ("data packets per ACK", p.ack_every, "", "FRED-SPEC §4 (Go-Back-N)"),
+        ("link payload share", round(p.link_efficiency, 4), "", "ours: header flit of its own (fred.hdl.packet) + ACKs"),
         ("switch traversal latency", p.switch.latency_cycles, "cycles", p.switch.source),
         ("switch clock", p.switch.clock_hz / 1e9, "GHz", p.switch.source),
         ("in-switch collective rate", p.switch.beats_per_cycle_per_port, "beats/cycle/port", p.switch.source),

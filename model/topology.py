@@ -39,6 +39,9 @@ class Topology:
         # FRED switches (FRED-SPEC §4): each switch runs one phase at a time, MP > PP > DP with
         # preemption; the flow simulator then time-shares every switch between priority classes
         self.fred_switches = bool(fred_switches)
+        # payload share of every link's bandwidth (packet headers and ACKs take the rest);
+        # the wafer fabrics set it from the packet format (fred.model.packets), generic ones 1
+        self.link_efficiency = 1.0
         self.multicast = multicast
         self.in_network_reduction = in_network_reduction
         self.timing = timing if timing is not None else ZERO_SWITCH_TIMING
@@ -516,6 +519,7 @@ def build_fabric(name: str, params: WaferParams | None = None) -> Topology:
                  fred_switches=True)
     topo.meta["variant"] = v
     topo.meta["params"] = p
+    topo.link_efficiency = p.link_efficiency
     return topo
 
 
@@ -546,6 +550,7 @@ def _build_mesh(p: WaferParams, v: FabricVariant) -> Topology:
     topo.meta["grid"] = (R, C)
     topo.meta["variant"] = v
     topo.meta["params"] = p
+    topo.link_efficiency = p.link_efficiency
     return topo
 
 

@@ -11,6 +11,10 @@ from fred.model.flowsim import Sim, maxmin_rates
 from fred.model.parallel_groups import coords, groups, parse_strategy, place
 from fred.model.topology import Topology, build_fabric, fully_connected, mesh2d, ring, route, single_switch, torus2d, tree2
 
+#: payload share of a wafer link (header flit + ACKs, fred.model.packets): the wafer fabrics move
+#: payload at EFF x link bandwidth; generic topologies at the full bandwidth
+EFF = P.default_params().link_efficiency
+
 GiB = 2**30
 
 
@@ -266,10 +270,11 @@ def test_all_to_all_direct_and_shift():
 def test_p2p_broadcast_reduce_multicast():
     t = build_fabric("fred-d")
     S = 3e9
-    assert collective_time(t, "p2p", [0, 5], S).time == pytest.approx(S / 3e12, rel=1e-3)
-    assert collective_time(t, "multicast", [0, 1, 2, 3], S).time == pytest.approx(S / 3e12, rel=1e-3)
-    assert collective_time(t, "reduce", list(range(20)), S).time == pytest.approx(S / 3e12, rel=1e-3)
-    assert collective_time(t, "broadcast", list(range(20)), S).time == pytest.approx(S / 3e12, rel=1e-3)
+    line = 3e12 * EFF
+    assert collective_time(t, "p2p", [0, 5], S).time == pytest.approx(S / line, rel=1e-3)
+    assert collective_time(t, "multicast", [0, 1, 2, 3], S).time == pytest.approx(S / line, rel=1e-3)
+    assert collective_time(t, "reduce", list(range(20)), S).time == pytest.approx(S / line, rel=1e-3)
+    assert collective_time(t, "broadcast", list(range(20)), S).time == pytest.approx(S / line, rel=1e-3)
     c = build_fabric("fred-c")
     # endpoint reduce = reduce-scatter + gather; broadcast = scatter + all-gather
     assert collective_time(c, "reduce", [0, 1, 2, 3], S).time > S / 3e12
@@ -289,12 +294,12 @@ def test_default_algorithms():
 def test_wafer_wide_all_reduce_per_npu_bandwidth():
     """FRED-SPEC §7: mesh ~1.5 TB/s per NPU; Fred-C/D 3 TB/s; Fred-D moves about half the bytes."""
     res = {f: collective_time(f, "all-reduce", None, GiB) for f in P.FABRICS}
-    assert 1.3e12 < res["mesh"].npu_bandwidth < 1.55e12
-    assert res["fred-c"].npu_bandwidth == pytest.approx(3e12, rel=0.02)
-    assert res["fred-d"].npu_bandwidth == pytest.approx(3e12, rel=0.01)
+    assert 1.3e12 * EFF < res["mesh"].npu_bandwidth < 1.55e12 * EFF
+    assert res["fred-c"].npu_bandwidth == pytest.approx(3e12 * EFF, rel=0.02)
+    assert res["fred-d"].npu_bandwidth == pytest.approx(3e12 * EFF, rel=0.01)
     assert res["fred-d"].bytes_sent_per_npu == pytest.approx(GiB)
     assert res["fred-c"].bytes_sent_per_npu == pytest.approx(1.9 * GiB)
-    assert res["fred-b"].time == pytest.approx(GiB / 1.5e12, rel=0.01)      # L1->L2 bound
+    assert res["fred-b"].time == pytest.approx(GiB / (1.5e12 * EFF), rel=0.01)      # L1->L2 bound
     assert res["mesh"].time > res["fred-a"].time > res["fred-b"].time > res["fred-c"].time > res["fred-d"].time
     assert res["fred-d"].time == pytest.approx(res["fred-c"].time / 1.9, rel=0.02)
 
@@ -313,8 +318,9 @@ def test_concurrent_groups_contend_on_mesh_not_on_fred_c():
 
 
 def test_mesh_io_broadcast_hotspot_is_0_65_of_line_rate():
-    """FRED-SPEC §6: edge I/O broadcast on the 5x4 mesh runs at 750/(9*128) = 0.65 of line rate."""
-    line = 18 * 128e9
+    """FRED-SPEC §6: edge I/O broadcast on the 5x4 mesh runs at 750/(9*128) = 0.65 of line rate
+    (line rate here: the I/O controllers' payload rate, 18 x 128 GB/s x EFF)."""
+    line = 18 * 128e9 * EFF
     m = collective_time("mesh", "io-broadcast", None, GiB)
     assert m.algorithm_bandwidth / line == pytest.approx(750 / (9 * 128), rel=0.01)
     d = collective_time("fred-d", "io-broadcast", None, GiB)
@@ -329,10 +335,10 @@ def test_strategy_phase_groups_dp_bandwidths():
     """Paper §8.1, MP(2)-DP(5)-PP(2) DP: mesh 750 GB/s, Fred-A 375 GB/s, Fred-C/D 3 TB/s per NPU."""
     dp = groups("MP(2)-DP(5)-PP(2)", "dp")
     bw = {f: collective_time(f, "all-reduce", dp, GiB).npu_bandwidth for f in ("mesh", "fred-a", "fred-c", "fred-d")}
-    assert bw["mesh"] == pytest.approx(750e9, rel=0.01)
-    assert bw["fred-a"] == pytest.approx(375e9, rel=0.01)
-    assert bw["fred-c"] == pytest.approx(3e12, rel=0.01)
-    assert bw["fred-d"] == pytest.approx(3e12, rel=0.01)
+    assert bw["mesh"] == pytest.approx(750e9 * EFF, rel=0.01)
+    assert bw["fred-a"] == pytest.approx(375e9 * EFF, rel=0.01)
+    assert bw["fred-c"] == pytest.approx(3e12 * EFF, rel=0.01)
+    assert bw["fred-d"] == pytest.approx(3e12 * EFF, rel=0.01)
 
 
 def test_collective_task_spans_its_flows():
@@ -375,7 +381,7 @@ def test_pieces_pipeline_through_hierarchical_phases():
     assert four.time < 0.9 * one.time
     assert four.bytes_sent_per_npu == pytest.approx(one.bytes_sent_per_npu)
     # unpipelined closed form: 2 * [(3/4) S / 3 TB/s + (4/5)(S/4) / (1.5 TB/s / 4)]
-    assert one.time == pytest.approx(2 * (0.75 * GiB / 3e12 + 0.2 * GiB / 0.375e12), rel=0.01)
+    assert one.time == pytest.approx(2 * (0.75 * GiB / 3e12 + 0.2 * GiB / 0.375e12) / EFF, rel=0.01)
 
 
 def test_many_groups_merge_into_one_plan_with_identical_results():

@@ -4,6 +4,8 @@ import json
 
 import pytest
 
+from fred.model import params as P
+
 from fred.cli import main
 from fred.model.cli_collective import parse_group, parse_size
 from fred.model.collectives import collective_time
@@ -111,7 +113,8 @@ def test_cli_json_all_fabrics(capsys):
     assert rc == 0 and [r["fabric"] for r in rows] == ["mesh", "fred-a", "fred-b", "fred-c", "fred-d"]
     d = rows[-1]
     assert d["algorithm"] == "in-switch" and d["bytes_sent_per_npu"] == pytest.approx(256 * 2**20)
-    assert d["npu_effective_bandwidth_Bps"] == pytest.approx(3e12, rel=0.01)
+    eff = P.default_params().link_efficiency           # header flits and ACKs (fred.model.packets)
+    assert d["npu_effective_bandwidth_Bps"] == pytest.approx(3e12 * eff, rel=0.01)
 
 
 def test_cli_strategy_phase(capsys):

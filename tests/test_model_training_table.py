@@ -20,8 +20,8 @@ from fred.model.estimate import PAPER_SPEEDUPS, estimate, estimate_table
 #: exceptions to the paper's values (PAPER_SPEEDUPS), asserted at +-3%
 MEASURED = {
     "resnet-152": {"fred-c": 1.000, "fred-d": 1.000},
-    "transformer-17b": {"fred-c": 1.055, "fred-d": 1.056},
-    "gpt3-175b": {"fred-c": 1.024, "fred-d": 1.027},
+    "transformer-17b": {"fred-c": 1.064, "fred-d": 1.065},
+    "gpt3-175b": {"fred-c": 1.029, "fred-d": 1.031},
     "transformer-1t": {"fred-c": 1.000, "fred-d": 1.000},
 }
 TOL = 0.03
