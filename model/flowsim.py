@@ -690,7 +690,7 @@ class Sim:
             n_nodes = topo.num_nodes
             sw_a = np.where(topo.is_switch[topo.link_src], topo.link_src, -1).astype(np.int64)
             sw_b = np.where(topo.is_switch[topo.link_dst], topo.link_dst, -1).astype(np.int64)
-            t_pre, t_resume = self.timing.preemption_s, self.timing.phase_switch_s
+            t_pre, t_resume = self.timing.preemption_delay_s, self.timing.resume_delay_s
         xlat = np.zeros(N)                     # latency added by preemptions, per task
         fresh = np.zeros(N, dtype=bool)        # flow started since the last rate solve
         n_pre = n_res = 0

@@ -92,13 +92,17 @@ class SwitchTiming:
     beats_per_cycle_per_port: float = SWITCH_BEATS_PER_CYCLE_PER_PORT
     source: str = SWITCH_TIMING_SOURCE
     #: cycles the control unit needs to switch to a new phase's configuration (measured by the
-    #: switch bench); paid once by every in-switch collective flow, which is a phase of its own,
-    #: and by a preempted flow each time it gets the fabric back
+    #: switch bench); paid once by every in-switch collective flow, which is a phase of its own;
+    #: a preempted flow loses two (the fabric drains and reloads to the higher phase, and again
+    #: back: :attr:`resume_delay_s`)
     phase_switch_cycles: float = 0.0
     #: cycles from a higher-priority phase being ready to its first output while a lower-priority
     #: phase holds the fabric (the round in flight drains, then the new configuration loads;
-    #: measured by the switch bench, worst case); paid by a flow that preempts
+    #: measured by the switch bench, worst case)
     preemption_cycles: float = 0.0
+    #: the same on an idle switch with a new configuration (measured): the part of a preemption
+    #: that every phase pays anyway; a preempting flow pays the rest (:attr:`preemption_delay_s`)
+    activation_cycles: float = 0.0
 
     def __post_init__(self):
         if not self.latency_cycles >= 0:
@@ -109,6 +113,8 @@ class SwitchTiming:
             raise ValueError(f"switch phase_switch_cycles must be >= 0, got {self.phase_switch_cycles!r}")
         if not self.preemption_cycles >= 0:
             raise ValueError(f"switch preemption_cycles must be >= 0, got {self.preemption_cycles!r}")
+        if not self.activation_cycles >= 0:
+            raise ValueError(f"switch activation_cycles must be >= 0, got {self.activation_cycles!r}")
         if not self.beats_per_cycle_per_port > 0:
             raise ValueError(f"switch beats_per_cycle_per_port must be > 0, got {self.beats_per_cycle_per_port!r}")
 
@@ -123,9 +129,17 @@ class SwitchTiming:
         return self.phase_switch_cycles / self.clock_hz
 
     @property
-    def preemption_s(self) -> float:
-        """Preemption latency in seconds (a higher-priority phase taking the fabric)."""
-        return self.preemption_cycles / self.clock_hz
+    def preemption_delay_s(self) -> float:
+        """What preempting costs a flow over an unobstructed start, in seconds: the measured
+        preemption latency less the activation every new phase pays (checked against the RTL by
+        tests/test_model_vs_rtl_overlap.py)."""
+        return max(0.0, self.preemption_cycles - self.activation_cycles) / self.clock_hz
+
+    @property
+    def resume_delay_s(self) -> float:
+        """What being preempted costs a flow, in seconds: two phase switches (to the higher
+        phase and back; the fabric idles during both), as the RTL shows."""
+        return 2.0 * self.phase_switch_s
 
     def collective_bandwidth(self, link_bw: float) -> float:
         """In-switch collective bandwidth on a port of bandwidth ``link_bw`` (B/s)."""

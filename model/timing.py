@@ -204,6 +204,14 @@ def load_timing(path=None) -> TimingFile:
     return TimingFile(path=name, data=doc, embedded=embedded)
 
 
+def _activation_cycles(tf: TimingFile) -> float:
+    """Activation of a new configuration on an idle switch (summary, else the switch section)."""
+    v = tf.summary.get("activation_cycles")
+    if v is None:
+        v = ((tf.data.get("switch") or {}).get("activation_cycles") or {}).get("new_config")
+    return float(v or 0)
+
+
 def switch_timing(tf: TimingFile | None = None, clock_hz: float | None = None):
     """:class:`fred.model.params.SwitchTiming` from a timing file (default: the embedded one).
 
@@ -220,4 +228,5 @@ def switch_timing(tf: TimingFile | None = None, clock_hz: float | None = None):
                                beats_per_cycle_per_port=tf.beats_per_cycle_per_port,
                                phase_switch_cycles=float(tf.summary.get("phase_switch_cycles") or 0),
                                preemption_cycles=float(tf.summary.get("preemption_cycles_max") or 0),
+                               activation_cycles=_activation_cycles(tf),
                                source=f"timing file {tf.describe()}")

@@ -410,4 +410,4 @@ def test_strict_priority_between_classes():
     # the MP ring's second step finds DP holding the L1 switches: it preempts them (4 flows,
     # one measured preemption latency on the critical path)
     assert r.preemptions == 4
-    assert r.finish[m] == pytest.approx(alone + sim.timing.preemption_s, rel=1e-6)
+    assert r.finish[m] == pytest.approx(alone + sim.timing.preemption_delay_s, rel=1e-6)

@@ -11,7 +11,7 @@ from fred.model.timing import load_timing, switch_timing
 from fred.model.topology import Topology, build_fabric, single_switch
 
 B = 1e9                                   # bytes/s per port
-TM = P.SwitchTiming(100, 1e9, 1.0, "test", phase_switch_cycles=7, preemption_cycles=21)
+TM = P.SwitchTiming(100, 1e9, 1.0, "test", phase_switch_cycles=7, preemption_cycles=21, activation_cycles=6)
 
 
 def _overlap(fred_switches, mp_prio=2, dp_prio=0):
@@ -27,11 +27,14 @@ def _overlap(fred_switches, mp_prio=2, dp_prio=0):
 def test_higher_class_takes_the_switch_and_pays_the_preemption():
     s, dp, mp, r = _overlap(True)
     lat = TM.latency_s + TM.phase_switch_s          # an in-switch All-Reduce's own latency
-    assert r.finish[mp] == pytest.approx(0.2e-3 + 0.5e-3 + lat + TM.preemption_s, rel=1e-9)
-    # DP is stopped for the whole MP burst and pays one phase switch to resume
-    assert r.finish[dp] == pytest.approx(1e-3 + 0.5e-3 + lat + TM.phase_switch_s, rel=1e-9)
+    # MP waits for the DP round in flight: preemption less the activation it pays anyway
+    assert TM.preemption_delay_s == pytest.approx(15e-9)
+    assert r.finish[mp] == pytest.approx(0.2e-3 + 0.5e-3 + lat + 15e-9, rel=1e-9)
+    # DP is stopped for the whole MP burst and loses two phase switches (to MP and back)
+    assert TM.resume_delay_s == pytest.approx(14e-9)
+    assert r.finish[dp] == pytest.approx(1e-3 + 0.5e-3 + lat + 14e-9, rel=1e-9)
     assert (r.preemptions, r.resumes) == (1, 1)
-    assert r.preemption_latency == pytest.approx(TM.preemption_s + TM.phase_switch_s)
+    assert r.preemption_latency == pytest.approx(15e-9 + 14e-9)
 
 
 def test_without_fred_switches_disjoint_ports_do_not_interact():
@@ -114,9 +117,13 @@ def test_measured_preemption_reaches_the_model():
     st = switch_timing(tf)
     assert st.preemption_cycles == tf.summary["preemption_cycles_max"] > 0
     assert st.preemption_cycles >= st.phase_switch_cycles       # a preemption includes a switch
+    assert 0 < st.activation_cycles == tf.data["switch"]["activation_cycles"]["new_config"]
+    assert st.preemption_delay_s == pytest.approx((st.preemption_cycles - st.activation_cycles) / st.clock_hz)
     assert P.default_params().switch.preemption_cycles == st.preemption_cycles
     with pytest.raises(ValueError, match="preemption_cycles must be >= 0, got -3"):
         P.SwitchTiming(1, 1e9, 1.0, "x", preemption_cycles=-3)
+    with pytest.raises(ValueError, match="activation_cycles must be >= 0, got -1"):
+        P.SwitchTiming(1, 1e9, 1.0, "x", activation_cycles=-1)
 
 
 def test_training_schedule_uses_vc_priorities_on_fred():

@@ -1,0 +1,216 @@
+"""cocotb scenario: a DP phase and an MP phase overlapping on one FRED switch (model vs RTL).
+
+Run through :func:`fred.sim.measure_overlap.measure_overlap` (testcase ``switch_overlap``); the
+flow model's prediction of the same scenario is :func:`fred.sim.measure_overlap.model_overlap`.
+
+Phase table (:func:`overlap_phases`): phase 0 = DP all-reduce over ports {0, 1}
+(``Flow({0, 1}, {0, 1})``: reduce the two inputs, multicast the sum back to both), phase 1 = MP
+all-reduce over ports {2, 3}, phase 2 = a one-round "primer" (DP, every port) sent before each
+run so that every run starts with a *different* configuration loaded (each activation of the DP
+and the MP phase is a new configuration, as in a training step where phases alternate).
+
+Runs (one simulator run, one after the other, the switch idle in between):
+
+* ``mp_alone``: ports 2, 3 each offer ``J`` MP packets of ``L`` data flits at once (queued
+  back to back; each packet leaves the source as soon as it holds the credits);
+* ``dp_alone``: ports 0, 1 each offer ``K`` DP packets the same way;
+* ``both@o`` for every ``o`` in ``offsets``: the DP stream as in ``dp_alone``; ``o`` cycles
+  after it starts, the MP burst as in ``mp_alone``.
+
+Sinks always accept and grant their (large) buffer at once (``grant_now``); sources start with
+the switch's input-buffer depth as credits and get them back as the switch forwards flits.
+
+Per run (cycles; ``t_dp`` / ``t_mp`` = cycle the first DP / MP input flit was accepted):
+``dp_end`` = DP's last output flit - ``t_dp``; ``mp_end`` = MP's last output flit - ``t_mp``;
+``mp_in`` = ``t_mp - t_dp`` (both runs); ``dp_gap`` = longest pause between two DP output
+packets at port 0 (cycles with no DP flit, 0 = back to back); ``mp_first`` = first MP header
+out - last input flit of the first MP round (the preemption latency when DP holds the fabric);
+``rounds`` = ``[cycle - t_dp, vc name, phase]`` of every round start. Every output packet is
+checked bit-exactly against :class:`fred.sim.golden_switch.SwitchModel`; the strict-priority
+check of :class:`fred.sim.bench_switch.Bench` applies. Results go to ``cfg["out"]`` as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import cocotb
+from cocotb.triggers import RisingEdge
+
+from fred.hdl import packet as pk
+from fred.hdl.flows import Flow
+from fred.sim.bench_switch import Bench
+from fred.sim.golden_switch import Offered, SwitchModel, phases_from_json
+from fred.sim.streams import start, watchdog
+from fred.sim.toolchain import bench_config
+
+PH_DP, PH_MP, PH_PRIMER = 0, 1, 2
+DP_PORTS, MP_PORTS = (0, 1), (2, 3)
+
+
+def overlap_phases() -> dict:
+    """The scenario's phase table ``{index: (vc, [Flow])}`` (4-port switch)."""
+    return {
+        PH_DP: (pk.VC_DP, [Flow(set(DP_PORTS), set(DP_PORTS))]),
+        PH_MP: (pk.VC_MP, [Flow(set(MP_PORTS), set(MP_PORTS))]),
+        PH_PRIMER: (pk.VC_DP, [Flow({0, 1, 2, 3}, {0, 1, 2, 3})]),
+    }
+
+
+@cocotb.test()
+async def switch_overlap(dut):
+    """DP stream over {0,1} with an MP burst over {2,3}: completion times with / without overlap."""
+    cfg = bench_config()
+    K, J, L = int(cfg["K"]), int(cfg["J"]), int(cfg["L"])
+    offsets = [int(o) for o in cfg.get("offsets", [20])]
+    assert 1 <= L <= cfg["max_len"], f"L {L} must be 1..max_len {cfg['max_len']}"
+    rng = random.Random(int(cocotb.RANDOM_SEED))
+    cycles = await start(dut)
+    cocotb.start_soon(watchdog(dut.clk, cfg.get("max_cycles", 100_000), "overlap bench"))
+    b = Bench(dut, cfg, rng, cycles)
+    assert b.P == 4, "the overlap scenario is written for a 4-port switch"
+    phases = phases_from_json(cfg["phases"])
+    golden = SwitchModel(b.P, cfg["middle"], cfg["lanes"], cfg["dtype"], phases,
+                         fabric=cfg["fabric"], max_len=cfg["max_len"])
+    await b.load_table(cfg["cfg_words"])
+    cocotb.start_soon(b.watch_rounds())
+    b.start_sinks(grant_now=True)
+    b.start_sources({p: Offered() for p in range(b.P)})
+    FB = b.flit_bits
+    seq = {}
+    sent = {}          # (port, phase) -> [(seq, data)] in order
+
+    def packet(p, phase, n):
+        vc = phases[phase][0]
+        s = seq.get((p, phase), 0)
+        seq[(p, phase)] = (s + 1) % pk.SEQ_MOD
+        data = tuple(rng.randrange(1 << FB) for _ in range(n))
+        sent.setdefault((p, phase), []).append((s, data))
+        return pk.pack(pk.Packet(pk.Header.data(vc, phase, s, n), data), FB)
+
+    async def send(p, words):
+        """Queue ``words`` at port p as soon as the port holds the credits (whole packet)."""
+        vc = (words[0] >> 4) & 3
+        while b.src_credits[p][vc] < len(words):
+            await RisingEdge(dut.clk)
+        b.src_credits[p][vc] -= len(words)
+        drv = b.drivers[p]
+        first = len(drv.sent) + len(drv.queue)
+        drv.send(words)
+        return first
+
+    async def feed(p, phase, n, delay, first_idx):
+        for _ in range(delay):
+            await RisingEdge(dut.clk)
+        for k in range(n):
+            i = await send(p, packet(p, phase, L))
+            if k == 0:
+                first_idx[p] = i
+
+    async def quiet(n):
+        for _ in range(n):
+            await RisingEdge(dut.clk)
+
+    def out_packets(q, t_from):
+        return [(t_end, t0, x) for t_end, t0, x in b.output_packets(q, True) if t0 >= t_from]
+
+    async def accepted(p, idx):
+        drv = b.drivers[p]
+        while len(drv.sent) <= idx:
+            await RisingEdge(dut.clk)
+        return drv.sent[idx][0]
+
+    async def wait_flits(q, n, t_from):
+        while sum(1 for c, _ in b.monitors[q].beats if c >= t_from) < n:
+            await RisingEdge(dut.clk)
+
+    def check_rounds(phase, ports, outs, t_from, k0, n):
+        """Output packets of ``phase`` since ``t_from`` == golden model of rounds k0..k0+n-1."""
+        vc = phases[phase][0]
+        got = {q: [x for _, _, x in out_packets(q, t_from) if x.header.phase == phase] for q in outs}
+        for q in outs:
+            assert len(got[q]) == n, f"output {q}: {len(got[q])} packets of phase {phase}, expected {n}"
+        for k in range(n):
+            ins = {p: sent[(p, phase)][k0 + k] for p in ports}
+            exp = golden.fabric_outputs(phase, {p: list(d) for p, (_, d) in ins.items()})
+            s = ins[min(ports)][0]
+            for q in outs:
+                x = got[q][k]
+                want = pk.Header.data(vc, phase, s, L)
+                assert x.header == want, f"phase {phase} round {k0 + k} output {q}: header {x.header} != {want}"
+                assert tuple(x.data) == tuple(exp[q]), f"phase {phase} round {k0 + k} output {q}: data mismatch"
+
+    async def primer():
+        t_from = cycles.now
+        for p in range(b.P):
+            await send(p, packet(p, PH_PRIMER, 1))
+        for q in range(b.P):
+            await wait_flits(q, 2, t_from)
+        await quiet(30)
+
+    results = {}
+    runs = [("mp_alone", False, 0), ("dp_alone", True, None)] + \
+           [(f"both@{o}", True, o) for o in offsets]
+    for name, dp, mp_off in runs:
+        await primer()
+        t_start = cycles.now
+        first = {}
+        k_dp = len(sent.get((DP_PORTS[0], PH_DP), []))
+        k_mp = len(sent.get((MP_PORTS[0], PH_MP), []))
+        ev0 = len(b.events)
+        if dp:
+            for p in DP_PORTS:
+                cocotb.start_soon(feed(p, PH_DP, K, 0, first))
+        if mp_off is not None:
+            for p in MP_PORTS:
+                cocotb.start_soon(feed(p, PH_MP, J, mp_off, first))
+        if dp:
+            for q in DP_PORTS:
+                await wait_flits(q, K * (L + 1), t_start)
+        if mp_off is not None:
+            for q in MP_PORTS:
+                await wait_flits(q, J * (L + 1), t_start)
+        await quiet(40)                       # anything extra would show up now
+        n_dp = K * (L + 1) if dp else 0
+        n_mp = J * (L + 1) if mp_off is not None else 0
+        for q in DP_PORTS:
+            n = sum(1 for c, _ in b.monitors[q].beats if c >= t_start)
+            assert n == n_dp, f"{name}: output {q} got {n} flits, expected {n_dp}"
+        for q in MP_PORTS:
+            n = sum(1 for c, _ in b.monitors[q].beats if c >= t_start)
+            assert n == n_mp, f"{name}: output {q} got {n} flits, expected {n_mp}"
+        r = {}
+        t_dp = t_mp = None
+        if dp:
+            t_dp = min([await accepted(p, first[p]) for p in DP_PORTS])
+            check_rounds(PH_DP, DP_PORTS, DP_PORTS, t_start, k_dp, K)
+            r["dp_end"] = max(b.monitors[q].beats[-1][0] for q in DP_PORTS) - t_dp
+            pk0 = out_packets(DP_PORTS[0], t_start)
+            r["dp_gap"] = max([pk0[i + 1][1] - pk0[i][0] - 1 for i in range(len(pk0) - 1)], default=0)
+        if mp_off is not None:
+            t_mp = min([await accepted(p, first[p]) for p in MP_PORTS])
+            check_rounds(PH_MP, MP_PORTS, MP_PORTS, t_start, k_mp, J)
+            r["mp_end"] = max(b.monitors[q].beats[-1][0] for q in MP_PORTS) - t_mp
+            ready = max([await accepted(p, first[p] + L) for p in MP_PORTS])
+            hdr = min(x[1] for q in MP_PORTS for x in out_packets(q, t_start))
+            r["mp_first"] = hdr - ready
+        if dp and mp_off is not None:
+            r["mp_in"] = t_mp - t_dp
+        t_ref = t_dp if t_dp is not None else t_mp
+        r["rounds"] = [[t - t_ref, pk.VC_NAMES[vc], ph] for t, vc, ph in b.events[ev0:]]
+        results[name] = r
+        dut._log.info(f"overlap {name}: { {k: v for k, v in r.items() if k != 'rounds'} }")
+        await quiet(20)
+    assert not b.prio_errors, b.prio_errors[0]
+    assert not b.credit_errors, b.credit_errors[0]
+    assert int(dut.err_packet.value) == 0 and int(dut.err_phase.value) == 0, "switch dropped packets"
+    if cfg.get("out"):
+        with open(cfg["out"], "w") as f:
+            json.dump(results, f)
+
+
+def main():
+    """Benchmark entry (``python -m fred.bench overlap``): model vs RTL, overlapping phases."""
+    from fred.sim.measure_overlap import main as _main
+    return _main()

@@ -1,0 +1,130 @@
+"""The flow model's switch-arbitration rule (fred_switches=True) checked against the switch RTL.
+
+Scenario (sim/bench_overlap.py, sim/measure_overlap.py): on the 4-port bench switch a DP
+all-reduce over ports {0,1} streams K packets per port; 40..44 cycles later an MP all-reduce
+over {2,3} offers J packets per port (5 offsets = every alignment against the DP rounds of
+L + 1 = 5 cycles). Delays = completion with the other phase - completion alone, in cycles.
+
+Tolerance per run: ``measure_overlap.tolerance(L)`` = one packet time (L + 1: the fluid model
+has no packet boundaries, the RTL preempts between rounds) + P - 1 (scanner jitter of the
+control unit) = 8 cycles.
+
+The Verilator build is tests/test_switch_bench.py's (same Verilog, same build directory); with
+it cached the bench part takes about 5 s.
+"""
+
+import copy
+
+import pytest
+
+from fred.sim.measure_overlap import DEFAULTS, model_overlap, proposed_delays, tolerance
+
+K, J, L = DEFAULTS["K"], DEFAULTS["J"], DEFAULTS["L"]
+OFFSETS = list(DEFAULTS["offsets"])
+
+# Switch figures of the bench build (measure_switch's measurement scenario, FRED_3(4), 2 x int32
+# lanes, buffers 12/2, max_len 4) and the RTL's delays for the default scenario, seed 1
+# (python -m fred.sim.measure_overlap): for the model-only tests, which need no Verilator.
+FIGURES = {"params": {"ports": 4, "lanes": 2, "dtype": "int32", "max_len": 4, "fabric_latency": 3},
+           "activation_cycles": {"new_config": 6, "same_config": 5},
+           "phase_switch_cycles": 7, "preemption_cycles": {"min": 10, "max": 15, "mean": 13.0}}
+RECORDED = {
+    "params": {"ports": 4, "K": K, "J": J, "L": L, "offsets": OFFSETS},
+    "runs": {"dp_alone": {"dp_end": 131, "dp_gap": 0}, "mp_alone": {"mp_end": 42, "mp_first": 7},
+             **{f"both@{o}": {"mp_in": o, "dp_gap": 42, "mp_first": f}
+                for o, f in zip(OFFSETS, (10, 12, 13, 15, 11))}},
+    "dp_delay": dict(zip(OFFSETS, (46, 44, 46, 44, 46))),
+    "mp_delay": dict(zip(OFFSETS, (3, 5, 6, 8, 4))),
+}
+
+
+
+def _errors(r):
+    return {k: max(abs(v) for v in r["error"][k].values()) for k in ("dp_delay", "mp_delay")}
+
+
+@pytest.fixture(scope="module")
+def rtl():
+    from fred.sim.measure_overlap import measure_overlap
+    return measure_overlap(seed=1)
+
+
+# -- RTL side -------------------------------------------------------------------------------------
+def test_rtl_overlap_sane(rtl):
+    """Bench plausibility: line rate alone, MP served first, DP resumes and completes."""
+    runs = rtl["runs"]
+    assert K * (L + 1) <= runs["dp_alone"]["dp_end"] <= K * (L + 1) + 20
+    assert J * (L + 1) <= runs["mp_alone"]["mp_end"] <= J * (L + 1) + 20
+    assert runs["dp_alone"]["dp_gap"] == 0               # DP alone streams back to back
+    for o in OFFSETS:
+        b = runs[f"both@{o}"]
+        assert b["mp_in"] == o
+        assert rtl["dp_delay"][o] >= J * (L + 1)          # DP gets no fabric time while MP runs
+        assert b["dp_gap"] >= J * (L + 1)
+        assert 0 <= rtl["mp_delay"][o] <= L + 1 + 2 * rtl["switch_figures"]["phase_switch_cycles"]
+        vcs = [vc for _, vc, _ in b["rounds"]]
+        first_mp = vcs.index("MP")                        # MP rounds run as one block
+        assert vcs[first_mp:first_mp + J] == ["MP"] * J and vcs.count("MP") == J
+
+
+def test_rtl_follows_proposed_rule(rtl):
+    """What the RTL does, as a closed form (proposed rule for the model), within the tolerance."""
+    rule = proposed_delays(K, J, L, rtl["switch_figures"])
+    tol = tolerance(L)
+    for o in OFFSETS:
+        assert abs(rtl["dp_delay"][o] - rule["dp_delay"]) <= tol, (o, rtl["dp_delay"], rule)
+        assert abs(rtl["mp_delay"][o] - rule["mp_delay"]) <= tol, (o, rtl["mp_delay"], rule)
+
+
+def test_recorded_numbers_current(rtl):
+    """The recorded figures/delays used by the model-only tests are this build's."""
+    f = rtl["switch_figures"]
+    for k in ("phase_switch_cycles", "activation_cycles"):
+        assert f[k] == FIGURES[k]
+    assert f["preemption_cycles"]["max"] == FIGURES["preemption_cycles"]["max"]
+    assert f["params"]["fabric_latency"] == FIGURES["params"]["fabric_latency"]
+    assert rtl["dp_delay"] == RECORDED["dp_delay"] and rtl["mp_delay"] == RECORDED["mp_delay"]
+
+
+# -- model vs RTL ---------------------------------------------------------------------------------
+def test_model_vs_rtl_overlap(rtl):
+    r = model_overlap(rtl)
+    err = _errors(r)
+    assert err["dp_delay"] <= r["tolerance"] and err["mp_delay"] <= r["tolerance"], \
+        (f"model vs RTL, max |error| {err} > {r['tolerance']} cycles; predicted "
+         f"{r['predicted']['dp_delay']} / {r['predicted']['mp_delay']}, measured "
+         f"{r['measured']['dp_delay']} / {r['measured']['mp_delay']}")
+
+
+def test_model_vs_recorded_rtl_overlap():
+    """Same check against the recorded RTL numbers (no Verilator: fast feedback on model edits)."""
+    r = model_overlap(copy.deepcopy(RECORDED), FIGURES)
+    err = _errors(r)
+    assert err["dp_delay"] <= r["tolerance"] and err["mp_delay"] <= r["tolerance"], \
+        (f"max |error| {err} > {r['tolerance']}: predicted {r['predicted']['dp_delay']} / "
+         f"{r['predicted']['mp_delay']}, RTL {RECORDED['dp_delay']} / {RECORDED['mp_delay']}")
+
+
+# -- model side alone -----------------------------------------------------------------------------
+def test_model_overlap_engages_arbitration():
+    """The model sets the scenario up so that its FRED arbitration acts: one preemption, one
+    resume per run; MP is not slowed by more than its preemption cost, DP loses at least the
+    MP burst; alone times are the line-rate times plus the constant latencies."""
+    r = model_overlap({"params": {"ports": 4, "K": K, "J": J, "L": L, "offsets": OFFSETS}}, FIGURES)
+    pr = r["predicted"]
+    lat = FIGURES["params"]["fabric_latency"] + FIGURES["phase_switch_cycles"]
+    assert pr["dp_alone"] == pytest.approx(K * (L + 1) + lat)
+    assert pr["mp_alone"] == pytest.approx(J * (L + 1) + lat)
+    for o in OFFSETS:
+        assert pr["preemptions"][o] == 1 and pr["resumes"][o] == 1
+        assert pr["dp_delay"][o] >= J * (L + 1)
+        assert 0 <= pr["mp_delay"][o] <= FIGURES["preemption_cycles"]["max"]
+    assert "measured" not in r
+
+
+def test_tolerance_check_can_fail():
+    """A model that ignored the switch time-sharing (DP unaffected) is caught by the check."""
+    fake = copy.deepcopy(RECORDED)
+    fake["dp_delay"] = {o: 0 for o in OFFSETS}
+    r = model_overlap(fake, FIGURES)
+    assert _errors(r)["dp_delay"] > r["tolerance"]
