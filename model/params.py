@@ -190,6 +190,13 @@ class WaferParams:
         self.link_efficiency  # validates the packet sizes
 
     @property
+    def packet_wire_bytes(self) -> float:
+        """Bytes one data packet occupies on a link (header flit + data flits)."""
+        from .packets import data_packet_flits
+
+        return float(data_packet_flits(self.packet_bytes, self.flit_bytes) * self.flit_bytes)
+
+    @property
     def link_efficiency(self) -> float:
         """Payload share of a link's bandwidth under the packet format (:mod:`fred.model.packets`)."""
         from .packets import link_efficiency

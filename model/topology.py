@@ -42,6 +42,10 @@ class Topology:
         # payload share of every link's bandwidth (packet headers and ACKs take the rest);
         # the wafer fabrics set it from the packet format (fred.model.packets), generic ones 1
         self.link_efficiency = 1.0
+        # bytes a switch takes in before it forwards a packet: the FRED switch RTL commits a
+        # whole packet into its input buffer first (docs/switch.md), so each switch hop adds that
+        # packet's time on the incoming link; 0 = cut-through (generic topologies)
+        self.store_forward_bytes = 0.0
         self.multicast = multicast
         self.in_network_reduction = in_network_reduction
         self.timing = timing if timing is not None else ZERO_SWITCH_TIMING
@@ -223,11 +227,15 @@ class Topology:
         return r
 
     def path_latency(self, src: int, dst: int, timing: SwitchTiming | None = None, order=None) -> float:
-        """Sum of link latencies plus the switch traversal latency per switch on the path."""
+        """Sum of link latencies plus, per switch on the path, the switch traversal latency and
+        (``store_forward_bytes`` > 0) the time to take one packet in on the link entering it."""
         links, nodes = self._route(src, dst, order)
         t = timing or self.timing
-        nsw = sum(1 for n in nodes[1:-1] if self.kinds[n] == "switch")
-        return float(sum(self._lat[l] for l in links)) + nsw * t.latency_s
+        sw = [k for k, n in enumerate(nodes[1:-1]) if self.kinds[n] == "switch"]
+        lat = float(sum(self._lat[l] for l in links)) + len(sw) * t.latency_s
+        if self.store_forward_bytes:
+            lat += sum(self.store_forward_bytes / self._bw[links[k]] for k in sw)
+        return lat
 
 
 def route(topo: Topology, src: int, dst: int) -> list[int]:
@@ -520,6 +528,7 @@ def build_fabric(name: str, params: WaferParams | None = None) -> Topology:
     topo.meta["variant"] = v
     topo.meta["params"] = p
     topo.link_efficiency = p.link_efficiency
+    topo.store_forward_bytes = p.packet_wire_bytes
     return topo
 
 

@@ -69,7 +69,11 @@ def test_fred_tree(name, up):
     per_l1 = [sum(1 for io in t.io_nodes if t.meta["parent"][io] == s) for s in l1]
     assert sorted(per_l1) == [3, 3, 4, 4, 4]
     lat = t.path_latency(0, 19)
-    assert lat == pytest.approx(4 * 20e-9 + 3 * t.timing.latency_s)
+    # each switch first takes a whole packet in (1 + 8 flits of 512 B) on its incoming link
+    pkt = 9 * 512
+    assert t.store_forward_bytes == pkt
+    assert lat == pytest.approx(4 * 20e-9 + 3 * t.timing.latency_s + pkt / 3e12 + 2 * pkt / up)
+    assert build_fabric("mesh").path_latency(0, 19) == pytest.approx(7 * 20e-9)   # NPU routers: cut-through
 
 
 def test_generic_topologies_and_route():
