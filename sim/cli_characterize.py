@@ -41,8 +41,12 @@ def add_arguments(p):
                    help="chiplet synthesis: hier (deduplicated modules, seconds; default), "
                         "flatten (whole chiplet flattened; very slow), none (no area at all)")
     p.add_argument("--switch-ports", type=int, default=DEFAULTS["switch_ports"], metavar="P",
-                   help=f"ports of the switch measured for phase-switch/preemption figures "
-                        f"(default {DEFAULTS['switch_ports']})")
+                   help="ports of the switch measured for phase-switch/preemption figures "
+                        "(default: the largest --chiplets port count, 12; 4 = the small unit-bench "
+                        "switch, a much faster build)")
+    p.add_argument("--switch-packet-flits", type=int, default=DEFAULTS["switch_packet_flits"],
+                   metavar="N", help=f"data flits per packet in the switch measurement (default "
+                                     f"{DEFAULTS['switch_packet_flits']}: 4 KB in 512 B flits)")
     p.add_argument("--no-switch", action="store_true", help="skip the switch measurements")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
@@ -66,6 +70,7 @@ def run(args):
     doc = characterize(lanes=args.lanes, dtype=args.dtype, middle=args.middle, chiplets=chiplets,
                        seed=seed, beats=args.beats, sweep_beats=args.sweep_beats,
                        cell_beats=args.cell_beats, switch_ports=args.switch_ports,
+                       switch_packet_flits=args.switch_packet_flits,
                        area=args.area, switch=not args.no_switch,
                        cells=True, progress=not args.quiet)
     path = write_timing(doc, args.output)

@@ -1,6 +1,7 @@
 """Measure the FRED switch in simulation: phase-switch and preemption latency, peak occupancy.
 
-``measure_switch(...) -> dict`` builds the switch (Verilator, cached), runs the cocotb
+``measure_switch(...) -> dict`` builds the switch (Verilator, cached; the fabric's cells as
+shared modules from 8 ports up, see :func:`_build`), runs the cocotb
 measurement scenario (``switch_measure`` in sim/bench_switch.py) and the random stress bench
 (``switch_random``, for the peak buffer occupancy) and returns:
 
@@ -9,10 +10,12 @@ key                            meaning (all times in switch clock cycles)
 =============================  =================================================================
 ``schema``                     ``"fred-switch-timing/1"``
 ``params``                     switch parameters (ports, middle, lanes, dtype, depths in flits,
-                               max_len, fabric, fabric_latency, config_settle, ...)
+                               max_len = the data flits of *every* measured packet,
+                               fabric, fabric_latency, config_settle, ...)
 ``activation_cycles``          idle switch: last input flit of a round accepted -> its header
                                leaves the output; ``{"new_config", "same_config"}`` (the
-                               latter: worst of 6 samples; the scanner position varies).
+                               latter: worst of ``activation_samples`` samples; the scanner
+                               position varies).
                                Packets are committed when complete, so a packet's own
                                serialization (1 + L flit times) comes on top, once.
 ``first_data_cycles``          same, to the first *data* flit (adds the fabric latency)
@@ -21,6 +24,7 @@ key                            meaning (all times in switch clock cycles)
                                the same VC* (new configuration). 1 would be back-to-back.
 ``phase_switch_detail``        ``{"same_phase", "new_phase_same_vc", "new_vc"}`` for the three
                                kinds of successive rounds
+``activation_samples``         idle-switch samples taken (default 2 (P - 1), at least 6)
 ``preemption_cycles``          a DP phase streams continuously on the low half of the ports; an
                                MP round on the high half becomes complete at the inputs -> its
                                header leaves: ``{"min", "max", "mean", "samples"}`` (includes
@@ -42,9 +46,13 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["measure_switch", "measure_in_bench", "SCHEMA"]
+__all__ = ["measure_switch", "measure_in_bench", "data_depth_for", "check_params",
+           "activation_samples_for", "SCHEMA"]
 
 SCHEMA = "fred-switch-timing/1"
+
+#: measure_switch emits the fabric as shared cell modules from this many ports up
+SHARED_FROM_PORTS = 8
 
 
 def _phases(P):
@@ -60,19 +68,66 @@ def _phases(P):
     }
 
 
+def data_depth_for(max_len: int) -> int:
+    """Default data-VC buffer depth of the measured switch: 3 x max_len flits (12 for the
+    4-flit packets of the unit benches, the same buffers as tests/test_switch_bench.py; 24 for
+    the paper's 8-flit packets). At least two whole packets (2 x (1 + max_len)) must fit, so
+    that a second round can be buffered while the first runs (the phase-switch scenarios need
+    it)."""
+    return 3 * max_len
+
+
+def check_params(ports, max_len=4, data_depth=None) -> int:
+    """Validate the measurement parameters (cheaply, before any build); return the data
+    depth to use. Raises ValueError naming the bad value."""
+    if not isinstance(ports, int) or isinstance(ports, bool) or ports < 4:
+        raise ValueError(f"switch ports {ports!r} must be an integer >= 4 (the scenarios use "
+                         f"the low and high halves of the ports)")
+    if not isinstance(max_len, int) or isinstance(max_len, bool) or not 1 <= max_len <= 255:
+        raise ValueError(f"switch packet length {max_len!r} must be 1..255 data flits")
+    depth = data_depth_for(max_len) if data_depth is None else data_depth
+    if not isinstance(depth, int) or depth < 2 * (max_len + 1):
+        raise ValueError(f"data_depth {depth!r} must hold two packets of 1 + {max_len} flits "
+                         f"(>= {2 * (max_len + 1)})")
+    return depth
+
+
+def activation_samples_for(ports: int) -> int:
+    """Idle-switch activation samples (the worst is reported): 2 (P - 1), at least 6, so that
+    the control unit's scanner (one port per cycle) is met at many positions."""
+    return max(6, 2 * (ports - 1))
+
+
 def measure_switch(ports=4, middle=3, lanes=2, dtype="int32", fabric="fred", seed=1,
-                   preemptions=10, stress_rounds=12) -> dict:
-    """Run the measurement and stress benches; return the dict documented above."""
+                   preemptions=10, stress_rounds=12, max_len=4, data_depth=None,
+                   ctrl_depth=2, activation_samples=None, shared=None) -> dict:
+    """Run the measurement and stress benches; return the dict documented above.
+
+    ``max_len``: data flits per packet in every measured round (the paper's 4 KB packets in
+    512 B flits are 8); ``data_depth`` (default :func:`data_depth_for`) and ``ctrl_depth``:
+    input buffer per port per VC in flits; ``activation_samples`` (default
+    :func:`activation_samples_for`); ``shared``: emit the fabric with shared cell modules (see
+    :func:`_build`; same circuit, much faster Verilator build); ``None`` (default) = from
+    :data:`SHARED_FROM_PORTS` ports up, below that the per-instance Verilog that
+    tests/test_switch_bench.py and sim/measure_overlap.py build (so their builds are shared).
+    """
     from fred.sim.toolchain import run_bench
 
+    depth = check_params(ports, max_len, data_depth)
+    if shared is None:
+        shared = ports >= SHARED_FROM_PORTS
+    if activation_samples is None:
+        activation_samples = activation_samples_for(ports)
     t0 = time.monotonic()
-    verilog, sw = _build(ports, middle, lanes, dtype, fabric)
+    verilog, sw = _build(ports, middle, lanes, dtype, fabric, depth=depth, ctrl_depth=ctrl_depth,
+                         max_len=max_len, shared=shared)
     phases = _phases(ports)
     base = _base_config(sw, phases)
     with tempfile.TemporaryDirectory() as tmp:
         out_m = str(Path(tmp) / "measure.json")
         out_s = str(Path(tmp) / "stress.json")
-        cfg = dict(base, out=out_m, preemptions=preemptions, max_cycles=200_000)
+        cfg = dict(base, out=out_m, preemptions=preemptions, max_cycles=200_000,
+                   activation_samples=activation_samples)
         tag = f"switch-p{ports}-{dtype}-{sw.fabric_kind}"
         run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.bench_switch",
                   tag=tag, config=cfg, seed=seed, testcase="switch_measure")
@@ -91,6 +146,7 @@ def measure_switch(ports=4, middle=3, lanes=2, dtype="int32", fabric="fred", see
                   tag=tag, config=scfg, seed=seed, testcase="switch_random")
         stress = json.loads(Path(out_s).read_text())
     meas["schema"] = SCHEMA
+    meas["activation_samples"] = activation_samples
     meas["params"] = sw.describe()
     meas["peak_occupancy_flits"] = stress["peak"]
     meas["stress"] = {k: stress[k] for k in ("cycles", "rounds", "worst_round")}
@@ -101,16 +157,56 @@ def measure_switch(ports=4, middle=3, lanes=2, dtype="int32", fabric="fred", see
 _BUILDS = {}
 
 
-def _build(P, m, lanes, dtype, fabric, depth=12, ctrl_depth=2, max_len=4, entries=8):
-    """The bench build (same parameters as tests/test_switch_bench.py, so builds are shared)."""
-    key = (P, m, lanes, dtype, fabric, depth, ctrl_depth, max_len, entries)
+def _build(P, m, lanes, dtype, fabric, depth=12, ctrl_depth=2, max_len=4, entries=8, shared=False):
+    """The bench build: ``(verilog, switch)``.
+
+    ``shared``: the FRED fabric's cells are emitted once per cell kind as modules that every
+    cell instantiates (the form of :func:`fred.hdl.fabric.fabric_verilog_text`), instead of one
+    module per cell instance. Same circuit (every measured figure is identical); Verilator then
+    compiles each cell kind once rather than inlining every cell into one huge model: the
+    12-port switch builds in about 3 minutes instead of 14. ``shared=False`` (default) is
+    ``emit(Switch(...))``, as tests/test_switch_bench.py builds it.
+    """
+    key = (P, m, lanes, dtype, fabric, depth, ctrl_depth, max_len, entries, shared)
     if key not in _BUILDS:
-        from fred.hdl.switch import Switch
         from fred.hdl.verilog import emit
-        sw = Switch(P, m, lanes, dtype, data_depth=depth, ctrl_depth=ctrl_depth, max_len=max_len,
-                    table_entries=entries, fabric=fabric, out_credits=(0, 0, 0, 0))
-        _BUILDS[key] = (emit(sw, "fred_switch"), sw)
+        registry = {}
+        cls = _shared_fabric_switch() if shared and fabric == "fred" else _switch_class()
+        kw = {"registry": registry} if cls is not _switch_class() else {}
+        sw = cls(P, m, lanes, dtype, data_depth=depth, ctrl_depth=ctrl_depth, max_len=max_len,
+                 table_entries=entries, fabric=fabric, out_credits=(0, 0, 0, 0), **kw)
+        parts = [emit(sw, "fred_switch")]
+        parts += [emit(registry[name], name) for name in sorted(registry)]
+        _BUILDS[key] = ("\n".join(parts), sw)
     return _BUILDS[key]
+
+
+def _switch_class():
+    from fred.hdl.switch import Switch
+    return Switch
+
+
+_SHARED_CLS = []
+
+
+def _shared_fabric_switch():
+    """A :class:`fred.hdl.switch.Switch` whose FRED fabric instantiates shared cell modules
+    (the fabric's ``_shared`` registry, filled while the switch is emitted)."""
+    if not _SHARED_CLS:
+        Switch = _switch_class()
+
+        class SharedFabricSwitch(Switch):
+            def __init__(self, *args, registry, **kw):
+                self._registry = registry
+                super().__init__(*args, **kw)
+
+            def _make_fabric(self):
+                from fred.hdl.fabric import Fabric
+                return Fabric(self.P, self.m, self.lanes, self.dtype.name,
+                              _shared=self._registry)
+
+        _SHARED_CLS.append(SharedFabricSwitch)
+    return _SHARED_CLS[0]
 
 
 def _base_config(sw, phases):

@@ -73,6 +73,23 @@ def test_rtl_still_produces_the_default(default):
         assert rate == pytest.approx(rec["beats_per_cycle_per_port"][kind]), (kind, REGEN)
 
 
+def test_default_switch_is_the_wafer_chiplet(default):
+    """The switch figures the model uses (phase switch, preemption, overhead) were measured on a
+    switch of the largest chiplet's size with the paper's 8-flit packets, as DEFAULTS says."""
+    from fred.hdl.fabric import fabric_latency
+    from fred.sim.characterize import _switch_params
+
+    cfg = dict(DEFAULTS)
+    _switch_params(cfg)
+    assert cfg["switch_ports"] == max(DEFAULTS["chiplets"])
+    p = default.data["switch"]["params"]
+    assert (p["ports"], p["max_len"]) == (cfg["switch_ports"], cfg["switch_packet_flits"]), REGEN
+    assert p["fabric_latency"] == fabric_latency(cfg["switch_ports"], DEFAULTS["middle"],
+                                                 DEFAULTS["lanes"], DEFAULTS["dtype"]), REGEN
+    assert default.data["switch"]["preemption_cycles"]["samples"] == \
+        DEFAULTS["switch_preemptions"], REGEN
+
+
 @pytest.mark.regress
 def test_full_recharacterization_matches_default(default, tmp_path):
     """Everything deterministic in the default: figures per chiplet and cell, and area."""
@@ -99,6 +116,8 @@ def test_full_recharacterization_matches_default(default, tmp_path):
     (["--chiplets", "1"], "1"),
     (["--lanes", "0"], "0"),
     (["--area", "gates"], "invalid choice"),
+    (["--switch-ports", "3"], "switch ports 3"),
+    (["--switch-packet-flits", "0"], "switch packet length 0"),
 ])
 def test_characterize_bad_input(tmp_path, capsys, argv, needle):
     with pytest.raises(SystemExit) if "--area" in argv else _nothing():

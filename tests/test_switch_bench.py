@@ -118,3 +118,53 @@ def test_switch_soak(P, seed):
 def test_switch_priority_soak(seed):
     run("switch_priority", seed, P=5, rounds=2, ctrl_rate=0.0, bad_rate=0.0,
         rx_credits=[120, 120, 120, 4], credit_burst=31, starve=0.0)
+
+
+# -- the measured switch (sim/measure_switch.py): fabric cells as shared modules -----------------
+PHASES12 = {
+    0: (pk.VC_DP, [Flow(set(range(12)), set(range(12)))]),
+    1: (pk.VC_MP, [Flow(set(range(6)), set(range(6))), Flow(set(range(6, 12)), set(range(6, 12)))]),
+    2: (pk.VC_PP, [Flow({p}, {(p + 5) % 12}) for p in range(12)]),
+    3: (pk.VC_MP, [Flow({0, 4, 8}, {1}), Flow({2, 6, 10}, {3, 7, 11})]),
+    5: (pk.VC_DP, [Flow({1}, {2, 5, 9})]),
+}
+
+
+def test_measure_switch_params():
+    from fred.sim.measure_switch import activation_samples_for, check_params, data_depth_for
+    assert data_depth_for(4) == 12 and data_depth_for(8) == 24
+    assert check_params(12, 8) == 24 and check_params(4, 4) == 12
+    assert activation_samples_for(4) == 6 and activation_samples_for(12) == 22
+    for args, needle in (((3, 4), "ports 3"), ((12, 0), "length 0"), ((12, 8, 17), "data_depth 17")):
+        with pytest.raises(ValueError, match=needle):
+            check_params(*args)
+
+
+@pytest.mark.regress
+def test_measure_switch_shared_equals_flat():
+    """Shared cell modules are the same circuit: every figure is identical (P = 4)."""
+    from fred.sim.measure_switch import measure_switch
+    a = measure_switch(ports=4, shared=True)
+    b = measure_switch(ports=4, shared=False)
+    for r in (a, b):
+        r.pop("runtime_s")
+    assert a == b
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("seed", [30, 31])
+def test_switch_random_p12_fp16(seed):
+    """The wafer's 12-port switch (FRED_3(12)), 8-flit packets, against the golden model; the
+    build is the one `fred characterize` measures (sim/measure_switch.py, shared cells)."""
+    from fred.sim.measure_switch import _build
+    verilog, sw = _build(12, 3, 4, "fp16", "fred", depth=24, ctrl_depth=2, max_len=8, shared=True)
+    cfg = {
+        "ports": 12, "middle": 3, "lanes": 4, "dtype": "fp16", "fabric": sw.fabric_kind,
+        "depths": list(sw.depths), "max_len": sw.max_len, "credit_bits": sw.credit_bits,
+        "phases": phases_to_json(PHASES12), "cfg_words": sw.cfg_words(PHASES12),
+        "unknown_phase": 7, "rounds": 10, "ctrl_rate": 0.3, "bad_rate": 0.2, "skew": 40,
+        "idle": 0.2, "stall": 0.3, "rx_credits": [12, 12, 12, 2], "credit_delay": 12,
+        "starve": 0.01, "starve_len": 60, "bound": 20_000, "max_cycles": 400_000,
+    }
+    run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.bench_switch",
+              tag="switch-p12-fp16-fred", config=cfg, seed=seed, testcase="switch_random")
