@@ -89,16 +89,7 @@ async def switch_overlap(dut):
         sent.setdefault((p, phase), []).append((s, data))
         return pk.pack(pk.Packet(pk.Header.data(vc, phase, s, n), data), FB)
 
-    async def send(p, words):
-        """Queue ``words`` at port p as soon as the port holds the credits (whole packet)."""
-        vc = (words[0] >> 4) & 3
-        while b.src_credits[p][vc] < len(words):
-            await RisingEdge(dut.clk)
-        b.src_credits[p][vc] -= len(words)
-        drv = b.drivers[p]
-        first = len(drv.sent) + len(drv.queue)
-        drv.send(words)
-        return first
+    send = b.send_credited
 
     async def feed(p, phase, n, delay, first_idx):
         for _ in range(delay):

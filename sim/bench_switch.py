@@ -121,6 +121,19 @@ class Bench:
             await RisingEdge(self.clk)
         self.src_done[p] = True
 
+    async def send_credited(self, p, words):
+        """Queue one packet's ``words`` at port p as soon as the port holds credits for all of
+        them (virtual cut-through: whole packets only); returns the index of its first word in
+        the driver's sent list."""
+        vc = (words[0] >> 4) & 3
+        while self.src_credits[p][vc] < len(words):
+            await RisingEdge(self.clk)
+        self.src_credits[p][vc] -= len(words)
+        drv = self.drivers[p]
+        first = len(drv.sent) + len(drv.queue)
+        drv.send(words)
+        return first
+
     def item_end_cycles(self, p):
         """item index -> cycle its last flit was accepted."""
         out, pos = {}, 0

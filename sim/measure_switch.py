@@ -252,14 +252,7 @@ async def measure_in_bench(dut):
 
     async def send(p, words):
         """Queue words at port p once credits allow; return the index of its last beat."""
-        vc = (words[0] >> 4) & 3
-        while b.src_credits[p][vc] < len(words):
-            await RisingEdge(dut.clk)
-        b.src_credits[p][vc] -= len(words)
-        drv = b.drivers[p]
-        end = len(drv.sent) + len(drv.queue) + len(words)
-        drv.send(words)
-        return end
+        return await b.send_credited(p, words) + len(words)
 
     async def sent_at(p, end):
         drv = b.drivers[p]
