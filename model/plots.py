@@ -110,7 +110,7 @@ def plot_sweep(results, path, title=None):
     ax.set_ylabel("time per sample (normalised)")
     fab = " | ".join(f"{variant(f).display}{' (dark)' if j == len(fabrics) - 1 else ' (light)'}" for j, f in enumerate(fabrics))
     ax.set_title((title.replace("; ", "\n") + "\n" if title else "") + fab, fontsize=8)
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)   # outside: never over a bar
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -92,7 +92,8 @@ def test_default_switch_is_the_wafer_chiplet(default):
 
 @pytest.mark.regress
 def test_full_recharacterization_matches_default(default, tmp_path):
-    """Everything deterministic in the default: figures per chiplet and cell, and area."""
+    """Everything deterministic in the default: figures per chiplet and cell, the load sweep
+    (reproducible from the seed, tests/test_load_sweep_repro.py), the switch figures, and area."""
     out = tmp_path / "t.json"
     assert fred_main(["characterize", "-o", str(out), "-q"]) == 0
     new = json.loads(out.read_text())
@@ -101,11 +102,13 @@ def test_full_recharacterization_matches_default(default, tmp_path):
     for name, f in old["fabrics"].items():
         g = new["fabrics"][name]
         for key in ("latency_cycles", "beats_per_cycle_per_port", "latency_range", "stages",
-                    "area", "verilog_sha256"):
+                    "load_sweep", "area", "verilog_sha256"):
             assert g[key] == f[key], (name, key, REGEN)
     for name, c in old["cells"].items():
         for key in ("latency_cycles", "beats_per_cycle_per_port", "area", "verilog_sha256"):
             assert new["cells"][name][key] == c[key], (name, key, REGEN)
+    strip = lambda sw: {k: v for k, v in sw.items() if k != "runtime_s"}
+    assert strip(new["switch"]) == strip(old["switch"]), REGEN
 
 
 @pytest.mark.parametrize("argv,needle", [
