@@ -28,6 +28,15 @@ Semantics:
   ``SwitchTiming.collective_bandwidth(link_bw)`` on the links of the tree.
 * ``priority=`` (transfer, reduce, collective; default 0) gives strict priority between classes
   on shared links (max-min inside a class), e.g. FRED-SPEC §4's MP > PP > DP.
+* On a topology with ``fred_switches`` (the FRED fabrics) each switch runs one phase at a time:
+  priority classes time-share it (a class holds the fabric for the time its busiest port there
+  needs; lower classes may use the switch's links only for the time left), a flow that starts
+  while a lower class streams through a switch on its route pays
+  ``SwitchTiming.preemption_delay_s`` and each flow it interrupts ``resume_delay_s`` (both
+  measured; the rule is checked against the switch RTL by tests/test_model_vs_rtl_overlap.py).
+  ``SimResult.preemptions`` / ``resumes`` / ``preemption_latency`` report them.
+* Links carry payload at ``topo.link_efficiency`` of their bandwidth (packet headers and ACKs,
+  :mod:`fred.model.packets`; 1 on generic topologies).
 * ``collective(...)`` expands into many flows (see :mod:`fred.model.collectives`) and returns
   one TaskId whose start is when the collective began (its deps were met) and whose finish is
   when the whole collective completed.
