@@ -124,7 +124,9 @@ class SimResult:
     * ``busy_time_by_label()``: {label: length of the union of its tasks' [start, finish]};
     * ``exposed_time(label, hidden_by=("compute",))``: time ``label`` is busy and no task of a
       ``hidden_by`` label is;
-    * ``timing_source``: where the switch timing came from; ``events``: engine event count.
+    * ``timing_source``: where the switch timing came from; ``events``: engine event count;
+    * ``preemptions`` / ``resumes``: flows that preempted a lower class in a FRED switch / flows
+      interrupted so; ``preemption_latency``: the seconds of latency both added, summed.
     """
 
     def __init__(self, sim, start, finish, link_bytes, bytes_sent, events):
