@@ -520,11 +520,17 @@ def fabric_verilog_text(ports: int, middle: int, lanes: int, dtype, name: str, *
     if not shared:
         return emit(Fabric(ports, middle, lanes, dtype, fault=fault), name)
     registry = {}
-    top = emit(Fabric(ports, middle, lanes, dtype, fault=fault, _shared=registry), name)
-    parts = [top]
-    for mod_name in sorted(registry):
-        parts.append(emit(registry[mod_name], mod_name))
-    return "\n".join(parts)
+    return emit_with_shared(Fabric(ports, middle, lanes, dtype, fault=fault, _shared=registry),
+                            name, registry)
+
+
+def emit_with_shared(component, name: str, registry: dict) -> str:
+    """Verilog of ``component`` (top module ``name``) followed by the shared cell modules its
+    fabric put into ``registry`` while it was emitted (see :func:`fabric_verilog_text`)."""
+    from .verilog import emit
+
+    top = emit(component, name)
+    return "\n".join([top] + [emit(registry[mod], mod) for mod in sorted(registry)])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -109,7 +109,7 @@ class Switch(wiring.Component):
                  data_depth: int = PAPER_DATA_DEPTH, ctrl_depth: int = PAPER_CTRL_DEPTH,
                  max_len: int = PAPER_MAX_LEN, out_credits=None, table_entries=None,
                  table_bytes: int = TABLE_BUDGET_BYTES, fabric: str = "auto",
-                 config_settle: int = 1, counter_bits: int = 16):
+                 config_settle: int = 1, counter_bits: int = 16, _shared=None):
         from .dtypes import get_dtype
         from .structure import check_params
 
@@ -148,6 +148,7 @@ class Switch(wiring.Component):
         if fabric == "fred" and not fabric_available():
             raise ValueError("fabric 'fred' requested but fred.hdl.fabric is not available")
         self.fabric_kind = fabric
+        self._shared = _shared  # None, or the FRED fabric's shared cell-module registry
         self.fabric = self._make_fabric()
         self.config_width = len(self.fabric.config)
         self.fabric_latency = getattr(self.fabric, "latency", None)
@@ -181,7 +182,7 @@ class Switch(wiring.Component):
             from .switch_ideal import IdealFabric
             return IdealFabric(self.P, self.lanes, self.width)
         from .fabric import Fabric
-        return Fabric(self.P, self.m, self.lanes, self.dtype.name)
+        return Fabric(self.P, self.m, self.lanes, self.dtype.name, _shared=self._shared)
 
     def fabric_config(self, flows) -> int:
         """Fabric configuration bits for one phase's ``flows``."""

@@ -169,44 +169,14 @@ def _build(P, m, lanes, dtype, fabric, depth=12, ctrl_depth=2, max_len=4, entrie
     """
     key = (P, m, lanes, dtype, fabric, depth, ctrl_depth, max_len, entries, shared)
     if key not in _BUILDS:
-        from fred.hdl.verilog import emit
-        registry = {}
-        cls = _shared_fabric_switch() if shared and fabric == "fred" else _switch_class()
-        kw = {"registry": registry} if cls is not _switch_class() else {}
-        sw = cls(P, m, lanes, dtype, data_depth=depth, ctrl_depth=ctrl_depth, max_len=max_len,
-                 table_entries=entries, fabric=fabric, out_credits=(0, 0, 0, 0), **kw)
-        parts = [emit(sw, "fred_switch")]
-        parts += [emit(registry[name], name) for name in sorted(registry)]
-        _BUILDS[key] = ("\n".join(parts), sw)
+        from fred.hdl.fabric import emit_with_shared
+        from fred.hdl.switch import Switch
+        registry = {}       # filled while the switch is emitted, when the fabric shares cells
+        sw = Switch(P, m, lanes, dtype, data_depth=depth, ctrl_depth=ctrl_depth, max_len=max_len,
+                    table_entries=entries, fabric=fabric, out_credits=(0, 0, 0, 0),
+                    _shared=registry if shared and fabric == "fred" else None)
+        _BUILDS[key] = (emit_with_shared(sw, "fred_switch", registry), sw)
     return _BUILDS[key]
-
-
-def _switch_class():
-    from fred.hdl.switch import Switch
-    return Switch
-
-
-_SHARED_CLS = []
-
-
-def _shared_fabric_switch():
-    """A :class:`fred.hdl.switch.Switch` whose FRED fabric instantiates shared cell modules
-    (the fabric's ``_shared`` registry, filled while the switch is emitted)."""
-    if not _SHARED_CLS:
-        Switch = _switch_class()
-
-        class SharedFabricSwitch(Switch):
-            def __init__(self, *args, registry, **kw):
-                self._registry = registry
-                super().__init__(*args, **kw)
-
-            def _make_fabric(self):
-                from fred.hdl.fabric import Fabric
-                return Fabric(self.P, self.m, self.lanes, self.dtype.name,
-                              _shared=self._registry)
-
-        _SHARED_CLS.append(SharedFabricSwitch)
-    return _SHARED_CLS[0]
 
 
 def _base_config(sw, phases):
