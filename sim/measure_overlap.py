@@ -107,10 +107,11 @@ def measure_overlap(K=DEFAULTS["K"], J=DEFAULTS["J"], L=DEFAULTS["L"], seed=1,
 
 
 def default_switch_figures() -> dict:
-    """The ``switch`` section of sim/data/timing-default.json (NB: measured on a 4 x fp16-lane
-    build, whose fabric latency differs from the int32 bench build's)."""
-    p = Path(__file__).resolve().parent / "data" / "timing-default.json"
-    return json.loads(p.read_text())["switch"]
+    """The ``switch`` section of the embedded timing file (NB: measured on the 12-port, 4 x
+    fp16-lane chiplet switch with 8-flit packets, not on this 4-port int32 bench build)."""
+    from fred.model.timing import load_timing
+
+    return load_timing().data["switch"]
 
 
 def _model_times(K, J, L, offset, fig):
