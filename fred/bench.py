@@ -1,45 +1,52 @@
-"""``python -m fred.bench`` (``make bench``): run every benchmark module.
+"""``python -m fred.bench [NAME ...]`` (``make bench``): run the benchmarks.
 
-A benchmark is a module ``fred.hdl.bench_*``, ``fred.sim.bench_*`` or ``fred.model.bench_*``
-with a ``main()`` that measures and prints its figures (ratios measured in the same run).
-``python -m fred.bench NAME ...`` runs only the named ones (e.g. ``network``).
-Benchmarks are not tests: they report, they do not pass or fail (a crash still exits non-zero).
+A benchmark measures and prints figures (ratios measured in the same run); it does not pass or
+fail (a crash still exits non-zero). :data:`BENCHMARKS` names each one and the function that
+runs it; the cocotb *test benches* are ``fred.sim.tb_*`` modules, some of which also provide a
+benchmark entry point.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import sys
 import time
 
+#: benchmark name -> "module:function" (run in this order)
+BENCHMARKS = {
+    "adder": "fred.sim.tb_adder:main",
+    "cells": "fred.sim.tb_cells:main",
+    "crossbar": "fred.sim.tb_crossbar:main",
+    "network": "fred.benchmarks.network:main",
+    "overlap": "fred.benchmarks.overlap:main",
+    "switch": "fred.sim.measure_switch:main",
+    "training": "fred.benchmarks.training:main",
+}
 
-def discover():
-    found = []
-    for pkg in ("fred.hdl", "fred.sim", "fred.model"):
-        mod = importlib.import_module(pkg)
-        for info in pkgutil.iter_modules(mod.__path__):
-            if info.name.startswith("bench_"):
-                found.append(f"{pkg}.{info.name}")
-    return sorted(found, key=lambda n: n.rsplit(".", 1)[1])
+USAGE = f"""usage: python -m fred.bench [NAME ...]
+
+Run the benchmarks (all of them, or the NAMEs given): {', '.join(BENCHMARKS)}.
+They report figures; they are not pass/fail tests."""
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    names = discover()
-    if argv:
-        wanted = {a.removeprefix("bench_") for a in argv}
-        names = [n for n in names if n.rsplit(".bench_", 1)[1] in wanted]
-        if not names:
-            print(f"fred.bench: error: no benchmark named {', '.join(argv)}", file=sys.stderr)
-            return 2
-    for name in names:
-        mod = importlib.import_module(name)
-        if not hasattr(mod, "main"):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if any(a in ("-h", "--help") for a in argv):
+        print(USAGE)
+        return 0
+    wanted = [a.removeprefix("bench_") for a in argv]
+    unknown = [a for a in wanted if a not in BENCHMARKS]
+    if unknown:
+        print(f"fred.bench: error: no benchmark named {', '.join(unknown)} "
+              f"(known: {', '.join(BENCHMARKS)})", file=sys.stderr)
+        return 2
+    for name, target in BENCHMARKS.items():
+        if wanted and name not in wanted:
             continue
-        print(f"=== {name} ===", flush=True)
+        modname, func = target.split(":")
+        print(f"=== {name} ({modname}) ===", flush=True)
         t0 = time.perf_counter()
-        mod.main()
+        getattr(importlib.import_module(modname), func)()
         print(f"--- {name}: {time.perf_counter() - t0:.1f} s wall\n", flush=True)
     return 0
 

@@ -20,39 +20,33 @@ from . import FredError, __version__
 
 #: command name -> module implementing it
 COMMANDS = {
-    "verilog": "fred.hdl.cli_verilog",
-    "route": "fred.hdl.cli_route",
-    "sim": "fred.sim.cli_sim",
-    "characterize": "fred.sim.cli_characterize",
-    "collective": "fred.model.cli_collective",
-    "estimate": "fred.model.cli_estimate",
-    "sweep": "fred.model.cli_sweep",
-    "compare": "fred.sim.cli_compare",
+    "verilog": "fred.commands.verilog",
+    "route": "fred.commands.route",
+    "sim": "fred.commands.sim",
+    "characterize": "fred.commands.characterize",
+    "collective": "fred.commands.collective",
+    "estimate": "fred.commands.estimate",
+    "sweep": "fred.commands.sweep",
+    "compare": "fred.commands.compare",
 }
 
 
 def _load_commands():
-    modules = {}
-    for name, modname in COMMANDS.items():
-        try:
-            modules[name] = importlib.import_module(modname)
-        except ModuleNotFoundError as exc:
-            # A command whose module is not part of this build is simply not offered.
-            if exc.name == modname:
-                continue
-            raise
-    return modules
+    return {name: importlib.import_module(modname) for name, modname in COMMANDS.items()}
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
+    """``argparse`` parser whose errors are one line and exit status 2, like every fred error;
+    sub-commands pass it as ``parser_class`` to their own sub-parsers."""
+
     def error(self, message):  # one line, exit 2, like every other fred error
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def build_parser():
-    parser = _Parser(prog="fred", description="FRED wafer-scale fabric: RTL, simulation and system model.")
+    parser = Parser(prog="fred", description="FRED wafer-scale fabric: RTL, simulation and system model.")
     parser.add_argument("--version", action="version", version=f"fred {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name, mod in _load_commands().items():
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)

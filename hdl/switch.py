@@ -1,7 +1,7 @@
 """The FRED switch: input buffers per virtual channel, credits, control unit, FRED_m(P) fabric.
 
 ``Switch(ports, middle, lanes, dtype, ...)`` (FRED-SPEC section 4; link/packet format in
-:mod:`fred.hdl.packet`, full description in docs/switch.md).
+:mod:`fred.contract.packet`, full description in docs/switch.md).
 
 Ports (``P`` = ports; a *link* is a stream of ``{data: flit_bits, last: 1}``,
 ``flit_bits = lanes * dtype.width``):
@@ -64,7 +64,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .packet import DATA_VCS, DEFAULT_PHASE, HEADER_BITS, PRIORITY, VC_CTRL
+from fred.contract.packet import DATA_VCS, DEFAULT_PHASE, HEADER_BITS, PRIORITY, VC_CTRL
 from .switch_buffers import InputPort, link_layout
 from .switch_control import (OutputPort, PhaseTable, TableLayout, TABLE_BUDGET_BYTES,
                              default_capacity, make_header)

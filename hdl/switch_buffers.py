@@ -3,7 +3,7 @@
 :class:`VCBuffer` is a FIFO of flits whose writes become visible to the reader only when the
 writer *commits* them (at the end of a well-formed packet) and can be *aborted* (a malformed or
 overflowing packet disappears without a trace). :class:`InputPort` is one switch input: it
-parses the link (:mod:`fred.hdl.packet`), checks every header, writes packets into the buffer of
+parses the link (:mod:`fred.contract.packet`), checks every header, writes packets into the buffer of
 their virtual channel (VC), returns credits to the sender and offers the head packet of every VC
 to the control unit.
 
@@ -25,7 +25,7 @@ from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .packet import HEADER_BITS, MAGIC, VC_CTRL
+from fred.contract.packet import HEADER_BITS, MAGIC, VC_CTRL
 
 __all__ = ["link_layout", "VCBuffer", "InputPort", "header_ok"]
 

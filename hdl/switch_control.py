@@ -6,7 +6,7 @@
   port, with write checks, a reject counter and combinational read ports;
 * :class:`OutputPort` -- one switch output: per-VC credit counters towards the receiver, a small
   control-packet queue, and the header/data/control multiplexer onto the link;
-* :func:`make_header` -- the header flit (see :mod:`fred.hdl.packet`) as an Amaranth value.
+* :func:`make_header` -- the header flit (see :mod:`fred.contract.packet`) as an Amaranth value.
 
 Phase-table entry (LSB first), ``P`` = ports, ``C`` = fabric configuration width:
 
@@ -34,7 +34,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .packet import DEFAULT_PHASE, HEADER_BITS, MAGIC, VC_CTRL, VC_NAMES
+from fred.contract.packet import DEFAULT_PHASE, HEADER_BITS, MAGIC, VC_CTRL, VC_NAMES
 from .switch_buffers import link_layout
 
 __all__ = ["TableLayout", "default_capacity", "PhaseTable", "OutputPort", "make_header",

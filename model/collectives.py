@@ -40,6 +40,7 @@ import math
 import numpy as np
 
 from .flowsim import OPS, Sim, _check_bytes
+from .parallel_groups import parse_group
 
 ALGORITHMS = ("ring", "ring2", "hier2d", "hier-ring", "hierarchical", "in-switch", "direct", "shift")
 
@@ -542,7 +543,6 @@ def others_arr(g, rt):
 def _normalize_groups(topo, group):
     """A list of groups (each a list of NPU ids) from a group or a list of groups."""
     if isinstance(group, (str, bytes)):
-        from .cli_collective import parse_group
         group = parse_group(group, topo.npus)
     group = list(group)
     if not group:

@@ -1,13 +1,13 @@
 """Link packetization: the share of a wafer link's bytes that is payload.
 
 Every message crosses the wafer's links as packets in the project's packet format
-(:mod:`fred.hdl.packet`, the one ``pack`` the RTL benches use): a header flit of its own, then
+(:mod:`fred.contract.packet`, the one ``pack`` the RTL benches use): a header flit of its own, then
 the data flits; FRED-SPEC §4 gives the sizes (4 KB data packets, 512 B flits) and the
 reliability protocol (Go-Back-N, one cumulative ACK, a header-only control packet, per 16 data
 packets). The flow simulator moves payload bytes, so a link of bandwidth ``bw`` carries
 ``bw x link_efficiency()`` of them.
 
-Counted here, by packing real packets with :func:`fred.hdl.packet.pack`:
+Counted here, by packing real packets with :func:`fred.contract.packet.pack`:
 
 * a data packet of ``packet_bytes`` occupies ``1 + packet_bytes / flit_bytes`` flits;
 * ACKs: every ``ack_every`` data packets one way, one control packet comes back the other way;
@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 
 from .params import ACK_EVERY, FLIT_BYTES, PACKET_BYTES
+from fred.contract import packet as pk
 
 __all__ = ["data_packet_flits", "control_packet_flits", "link_efficiency"]
 
@@ -33,7 +34,6 @@ def _flit_bits(flit_bytes) -> int:
 
 def data_packet_flits(packet_bytes=PACKET_BYTES, flit_bytes=FLIT_BYTES) -> int:
     """Flits on the link of one data packet carrying ``packet_bytes`` of payload."""
-    from fred.hdl import packet as pk
 
     fb = _flit_bits(flit_bytes)
     n = -(-int(packet_bytes) // int(flit_bytes))
@@ -45,7 +45,6 @@ def data_packet_flits(packet_bytes=PACKET_BYTES, flit_bytes=FLIT_BYTES) -> int:
 
 def control_packet_flits(flit_bytes=FLIT_BYTES) -> int:
     """Flits on the link of one ACK/NACK (header-only control packet)."""
-    from fred.hdl import packet as pk
 
     return len(pk.pack(pk.Packet(pk.Header.control(0, 0), ()), _flit_bits(flit_bytes)))
 

@@ -133,3 +133,30 @@ def all_strategies(npus: int = 20) -> list[tuple[int, int, int]]:
                 continue
             out.append((a, b, npus // (a * b)))
     return out
+
+
+def parse_group(text, npus: int) -> list[int]:
+    """"0-19", "0,4,8", "0-3,8-11" or "all" -> NPU ids; ValueError naming a bad or out-of-range id."""
+    s = str(text).strip().lower()
+    if s in ("all", "*", ""):
+        return list(range(npus))
+    out = []
+    for part in s.split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)\s*-\s*(\d+)", part)
+        if m:
+            a, b = int(m.group(1)), int(m.group(2))
+            if b < a:
+                raise ValueError(f"bad NPU range {part!r} in group {text!r}")
+            ids = range(a, b + 1)
+        elif re.fullmatch(r"\d+", part):
+            ids = [int(part)]
+        else:
+            raise ValueError(f"bad group {text!r}: cannot parse {part!r}; expected e.g. 0-19 or 0,4,8")
+        for i in ids:
+            if i >= npus:
+                raise ValueError(f"NPU {i} in group {text!r} outside the topology (NPUs 0..{npus - 1})")
+            out.append(i)
+    if len(set(out)) != len(out):
+        raise ValueError(f"group {text!r} names an NPU twice")
+    return out

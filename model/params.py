@@ -10,9 +10,10 @@ Units: bytes, seconds, bytes/second, hertz. ``GB = 1e9`` and ``TB = 1e12`` bytes
 
 The switch timing (:class:`SwitchTiming`) is a single field of :class:`WaferParams`. By default
 it is read from the timing file measured from the RTL that ships inside the package
-(``fred/sim/data/timing-default.json``, written by ``fred characterize``); another file::
+(``fred/contract/data/timing-default.json``, written by ``fred characterize``); another file::
 
-    from fred.model.timing import load_timing, switch_timing
+    from fred.contract.timing import load_timing
+    from fred.model.timing import switch_timing
     p = dataclasses.replace(default_params(), switch=switch_timing(load_timing("build/fred-timing.json")))
 """
 
@@ -60,7 +61,7 @@ TRAFFIC_VC = {"mp": "mp", "pp": "pp", "dp": "dp", "stream": "dp", "input": "dp"}
 PACKET_BYTES = 4 * KiB            # FRED-SPEC §4: data packets of 4 KB (payload)
 FLIT_BYTES = 512                  # FRED-SPEC §4: 512 B flits
 ACK_EVERY = 16                    # FRED-SPEC §4: Go-Back-N, one cumulative ACK per 16 data packets
-# ours: the header (6 B, FRED-SPEC §4) travels in a flit of its own (fred.hdl.packet, as the RTL
+# ours: the header (6 B, FRED-SPEC §4) travels in a flit of its own (fred.contract.packet, as the RTL
 # does), so a data packet is 1 + 8 flits; fred.model.packets derives the links' payload share.
 
 # ours: the clock of the switch RTL (the paper gives none); the timing file gives cycles.
@@ -294,7 +295,7 @@ def parameter_table(params: WaferParams | None = None) -> list[tuple[str, float 
         ("data packet payload", p.packet_bytes / KiB, "KiB", "FRED-SPEC §4"),
         ("flit", p.flit_bytes, "B", "FRED-SPEC §4"),
         ("data packets per ACK", p.ack_every, "", "FRED-SPEC §4 (Go-Back-N)"),
-        ("link payload share", round(p.link_efficiency, 4), "", "ours: header flit of its own (fred.hdl.packet) + ACKs"),
+        ("link payload share", round(p.link_efficiency, 4), "", "ours: header flit of its own (fred.contract.packet) + ACKs"),
         ("switch traversal latency", p.switch.latency_cycles, "cycles", p.switch.source),
         ("switch clock", p.switch.clock_hz / 1e9, "GHz", p.switch.source),
         ("in-switch collective rate", p.switch.beats_per_cycle_per_port, "beats/cycle/port", p.switch.source),

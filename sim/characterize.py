@@ -3,7 +3,7 @@
 :func:`characterize` runs, for one RTL parameter set (default: m = 3, 4 lanes of fp16 per beat,
 the wafer's switch chiplets FRED_3(12) at L1 and FRED_3(10) at L2):
 
-1. the cell regressions (sim/bench_cells.py) on the R, D and RD microswitches: latency and beats
+1. the cell regressions (sim/tb_cells.py) on the R, D and RD microswitches: latency and beats
    per cycle per port at zero back-pressure, per mode;
 2. the fabric bench (sim/measure_fabric.py) on every chiplet: latency in cycles per flow kind
    (All-Reduce, Reduce, Multicast, unicast), beats per cycle per port at zero back-pressure, and
@@ -15,8 +15,8 @@ the wafer's switch chiplets FRED_3(12) at L1 and FRED_3(10) at L2):
    512 B flits), since preemption and the scanner's activation delay grow with the packet length,
    the fabric latency and the port count;
 
-and returns the timing document (schema :data:`fred.model.timing.SCHEMA_VERSION`, documented
-field by field in docs/characterization.md). :func:`write_timing` writes it as JSON.
+and returns the timing document (schema :data:`fred.contract.timing.SCHEMA_VERSION`, documented
+field by field in docs/characterization.md). :func:`fred.contract.timing.write_timing` writes it as JSON.
 
 Why 4 lanes: a beat of 4 fp16 elements is 64 bits, the smallest width at which the datapath
 (adders, delay lines) dominates the control logic, while FRED_3(12) still builds and simulates
@@ -29,15 +29,22 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import importlib
-import json
 import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-__all__ = ["DEFAULTS", "characterize", "write_timing", "source_revision", "tool_versions",
-           "summarize", "chiplet_name", "Progress"]
+from fred.contract.timing import KIND, SCHEMA_VERSION, summarize
+from fred.hdl.adders import adder_latency
+from fred.hdl.area import synth_area, yosys_version
+from fred.hdl.cells import build_cell
+from fred.hdl.dtypes import get_dtype
+from fred.hdl.fabric import check_fabric_params, fabric_latency
+from fred.hdl.verilog import emit
+
+__all__ = ["DEFAULTS", "characterize", "source_revision", "tool_versions", "chiplet_name",
+           "Progress"]
 
 #: the default configuration (the embedded default timing file is this, characterized)
 DEFAULTS = {
@@ -126,7 +133,6 @@ def tool_versions(yosys: bool = True) -> dict:
     }
     if yosys:
         try:
-            from fred.hdl.area import yosys_version
             out["yosys"] = yosys_version()
         except Exception as exc:  # pragma: no cover - reported, not fatal
             out["yosys"] = f"unavailable ({type(exc).__name__})"
@@ -149,13 +155,11 @@ def _sha(text: str) -> str:
 # ---- the steps -------------------------------------------------------------------------------
 
 def _cell_figures(kind, middle, lanes, dtype, seed, beats, do_area, prog):
-    from fred.hdl.cells import build_cell
-    from fred.hdl.verilog import emit
 
     cell = build_cell(kind, m=middle, lanes=lanes, dtype=dtype)
     text = emit(cell, cell.verilog_name)
     rec = {"top": cell.verilog_name, "latency_contract": cell.latency, "verilog_sha256": _sha(text)}
-    bc = _optional("fred.sim.bench_cells")
+    bc = _optional("fred.sim.tb_cells")
     if bc is not None and beats:
         rep = bc.run_cell_regression(kind, m=middle, lanes=lanes, dtype=dtype, beats=beats,
                                      seed=seed)
@@ -173,9 +177,8 @@ def _cell_figures(kind, middle, lanes, dtype, seed, beats, do_area, prog):
                     "beats_checked": rep.checked})
     else:
         rec.update({"modes": {}, "latency_cycles": None, "beats_per_cycle_per_port": None})
-        prog.note(f"cell {kind}: sim/bench_cells.py unavailable, only the latency contract recorded")
+        prog.note(f"cell {kind}: sim/tb_cells.py unavailable, only the latency contract recorded")
     if do_area:
-        from fred.hdl.area import synth_area
         a = synth_area(text, cell.verilog_name)
         rec["area"] = {"method": "flatten", "cells": a.cells, "flipflops": a.flipflops,
                        "by_type": a.by_type}
@@ -185,7 +188,6 @@ def _cell_figures(kind, middle, lanes, dtype, seed, beats, do_area, prog):
 def _fabric_area(text, mode):
     """Chiplet area with yosys: ``hier`` (deduplicated modules, per-module synthesis, the
     default: seconds) or ``flatten`` (the whole flattened fabric: very slow for FRED_3(12))."""
-    from fred.hdl.area import synth_area
 
     a = synth_area(text, method=mode)
     return {"method": mode, "cells": a.cells, "flipflops": a.flipflops, "by_type": a.by_type}
@@ -193,7 +195,6 @@ def _fabric_area(text, mode):
 
 def _fabric_figures(ports, middle, lanes, dtype, seed, cfg, area_mode, cells, prog):
     mf = importlib.import_module("fred.sim.measure_fabric")
-    from fred.hdl.fabric import fabric_latency
 
     prog.note(f"{chiplet_name(middle, ports)}: emitting Verilog")
     text = mf.fabric_verilog(ports, middle, lanes, dtype)
@@ -255,52 +256,6 @@ def _switch_params(cfg):
         raise ValueError(f"switch preemption samples {n!r} must be a positive integer")
 
 
-def summarize(doc: dict) -> dict:
-    """The figures the model uses, from the chiplet (and switch) measurements.
-
-    * ``fabric_latency_cycles``: the worst traversal latency of a chiplet fabric over chiplets
-      and flow kinds (a logical switch traversal crosses one chiplet fabric);
-    * ``switch_overhead_cycles``: what the switch adds around its fabric on the path of the
-      first data flit (input buffer, header decode, configuration, output), measured by
-      measure_switch: ``first_data_cycles.same_config - params.fabric_latency``; 0 when the
-      switch was not measured;
-    * ``switch_latency_cycles`` = fabric + overhead: the traversal latency the model charges;
-    * ``beats_per_cycle_per_port``: the lowest zero-back-pressure throughput per port over
-      chiplets and flow kinds (the rate an in-switch collective is capped at, x link bandwidth);
-    * ``phase_switch_cycles``, ``preemption_cycles_max``, ``activation_cycles`` (an idle
-      switch's activation of a new configuration, the part of a preemption every phase pays):
-      from measure_switch (None without).
-    """
-    fabs = doc["fabrics"]
-    lat = [v for f in fabs.values() for v in f["latency_cycles"].values() if v is not None]
-    thr = [v for f in fabs.values() for v in f["beats_per_cycle_per_port"].values() if v is not None]
-    if not lat or not thr:
-        raise ValueError("no fabric figures to summarize")
-    sw = doc.get("switch") or {}
-    overhead, phase, preempt, activation = 0, None, None, None
-    try:
-        overhead = max(0, int(sw["first_data_cycles"]["same_config"])
-                       - int(sw["params"]["fabric_latency"]))
-        phase = sw.get("phase_switch_cycles")
-        preempt = (sw.get("preemption_cycles") or {}).get("max")
-        activation = (sw.get("activation_cycles") or {}).get("new_config")
-    except (KeyError, TypeError, ValueError):
-        overhead = 0
-    return {
-        "chiplets": sorted(fabs),
-        "fabric_latency_cycles": max(lat),
-        "switch_overhead_cycles": overhead,
-        "switch_latency_cycles": max(lat) + overhead,
-        "beats_per_cycle_per_port": min(thr),
-        "phase_switch_cycles": phase,
-        "preemption_cycles_max": preempt,
-        "activation_cycles": activation,
-        "rule": "switch_latency_cycles = max chiplet fabric latency over chiplets and flow kinds "
-                "+ switch overhead (measure_switch first data flit minus its fabric latency); "
-                "beats_per_cycle_per_port = min over chiplets and flow kinds",
-    }
-
-
 def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=None, beats=None,
                  sweep_beats=None, loads=None, stall=None, cell_beats=None, switch_ports=None,
                  switch_packet_flits=None, switch_preemptions=None, area="hier",
@@ -315,7 +270,6 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
     (deduplicated modules, :func:`fred.hdl.area.synth_area` ``method="hier"``), ``"flatten"``
     (very slow for FRED_3(12)), or ``"none"`` (no area at all).
     """
-    from fred.model.timing import KIND, SCHEMA_VERSION
 
     cfg = dict(DEFAULTS)
     for k, v in (("lanes", lanes), ("dtype", dtype), ("middle", middle), ("chiplets", chiplets),
@@ -327,9 +281,6 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
             cfg[k] = v
     if area not in ("hier", "flatten", "none"):
         raise ValueError(f"area mode {area!r} unknown; known: hier, flatten, none")
-    from fred.hdl.adders import adder_latency
-    from fred.hdl.dtypes import get_dtype
-    from fred.hdl.fabric import check_fabric_params
 
     t = get_dtype(cfg["dtype"])
     for P in cfg["chiplets"]:
@@ -381,26 +332,3 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
     doc["tools"] = tool_versions(yosys=area != "none")
     doc["elapsed_s"] = round(time.perf_counter() - t0, 1)
     return doc
-
-
-def write_timing(doc: dict, path) -> Path:
-    """Validate ``doc`` and write it as JSON (atomically) to ``path``; return the path."""
-    from fred.model.timing import validate_timing
-
-    validate_timing(doc, str(path))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True, default=_jsonable) + "\n")
-    tmp.replace(path)
-    return path
-
-
-def _jsonable(o):
-    if isinstance(o, (set, tuple)):
-        return list(o)
-    if hasattr(o, "item"):
-        return o.item()
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    return str(o)

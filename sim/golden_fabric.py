@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fred.hdl.dtypes import get_dtype
 from fred.hdl.modes import RDMode
 from fred.hdl.structure import Pin, fabric
 
@@ -156,7 +157,6 @@ def random_inputs(P, flows, n_beats, lanes, dtype="int32", rng=None, specials=Fa
 
 
 def _float_info(dtype):
-    from fred.hdl.dtypes import get_dtype
 
     t = get_dtype(dtype)
     u = 2.0 ** -(t.man_bits + 1)

@@ -30,8 +30,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fred.hdl import packet as pk
+from fred.contract import packet as pk
+from fred.hdl.dtypes import get_dtype
 from fred.hdl.flows import Flow
+from fred.hdl.routing import route
 
 __all__ = ["SwitchModel", "Expected", "Offered", "make_traffic", "bad_packet_words",
            "phases_to_json", "phases_from_json"]
@@ -77,7 +79,6 @@ def phases_from_json(items) -> dict:
 
 class SwitchModel:
     def __init__(self, ports, middle, lanes, dtype, phases: dict, fabric="fred", max_len=8):
-        from fred.hdl.dtypes import get_dtype
         self.P, self.m, self.lanes = ports, middle, lanes
         self.dtype = get_dtype(dtype)
         self.flit_bits = lanes * self.dtype.width
@@ -89,7 +90,6 @@ class SwitchModel:
     # -- fabric ---------------------------------------------------------------------------------
     def _route(self, idx):
         if idx not in self._routes:
-            from fred.hdl.routing import route
             self._routes[idx] = route(self.P, self.m, list(self.phases[idx][1]))
         return self._routes[idx]
 

@@ -3,7 +3,7 @@
 * :func:`fabric_verilog` -- the fabric's Verilog text, cached on disk (emitting a fabric takes
   seconds to a minute; the cache key covers the parameters and the source of every HDL module
   the fabric is built from, so any RTL change regenerates it);
-* :func:`run_fabric` -- run sim/bench_fabric.py on a list of phases (flow lists) and return the
+* :func:`run_fabric` -- run sim/tb_fabric.py on a list of phases (flow lists) and return the
   bench's measurements;
 * :func:`measure_fabric` -- the characterization numbers (schema below).
 
@@ -38,6 +38,9 @@ import json
 import random
 import tempfile
 from pathlib import Path
+from fred.hdl.fabric import cell_latencies, check_fabric_params, fabric_verilog_text
+from fred.hdl.routing import route
+from fred.hdl.structure import stages
 
 __all__ = ["fabric_verilog", "run_fabric", "measure_fabric", "kind_flows", "KINDS", "TOP"]
 
@@ -62,7 +65,6 @@ def _source_digest() -> str:
 def fabric_verilog(ports, middle, lanes, dtype, fault=None, name=TOP, shared=True) -> str:
     """Verilog text of ``Fabric(ports, middle, lanes, dtype, fault=fault)`` (disk-cached), by
     :func:`fred.hdl.fabric.fabric_verilog_text` (``shared``: one module per cell kind)."""
-    from fred.hdl.fabric import check_fabric_params, fabric_verilog_text
     from fred.sim.toolchain import build_root
 
     check_fabric_params(ports, middle, lanes, dtype)
@@ -83,7 +85,7 @@ def run_fabric(ports, middle, lanes, dtype, phases, *, seed=None, beats=64, idle
                specials="mixed", labels=None, config_phases=None, fault=None, max_cycles=None,
                tag=None, shared=True) -> dict:
     """Run the fabric bench on ``phases`` (each a list of flow strings); return its measurements
-    (the dict sim/bench_fabric.py writes). Raises AssertionError when the bench fails."""
+    (the dict sim/tb_fabric.py writes). Raises AssertionError when the bench fails."""
     from fred.sim.toolchain import run_bench
 
     text = fabric_verilog(ports, middle, lanes, dtype, fault, shared=shared)
@@ -99,7 +101,7 @@ def run_fabric(ports, middle, lanes, dtype, phases, *, seed=None, beats=64, idle
             config["config_phases"] = [None if c is None else [str(f) for f in c] for c in config_phases]
         if max_cycles:
             config["max_cycles"] = int(max_cycles)
-        run_bench(verilog=text, toplevel=TOP, test_module="fred.sim.bench_fabric",
+        run_bench(verilog=text, toplevel=TOP, test_module="fred.sim.tb_fabric",
                   tag=tag or (f"fabric-p{ports}-m{middle}-l{lanes}-{dtype}{'-' + fault if fault else ''}"
                               f"{'' if shared else '-flat'}"),
                   config=config, seed=seed)
@@ -126,9 +128,6 @@ def kind_flows(kind, ports, rng=None) -> list:
 def measure_fabric(ports, middle, lanes=4, dtype="fp16", seed=1, beats=200,
                    loads=(0.25, 0.5, 0.75, 1.0), stall=0.25, sweep_beats=200) -> dict:
     """Measure FRED_middle(ports) under Verilator; see the module docstring for the schema."""
-    from fred.hdl.fabric import cell_latencies
-    from fred.hdl.routing import route
-    from fred.hdl.structure import stages
 
     rng = random.Random(seed)
     flows = {}

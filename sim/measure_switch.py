@@ -2,7 +2,7 @@
 
 ``measure_switch(...) -> dict`` builds the switch (Verilator, cached; the fabric's cells as
 shared modules from 8 ports up, see :func:`_build`), runs the cocotb
-measurement scenario (``switch_measure`` in sim/bench_switch.py) and the random stress bench
+measurement scenario (``switch_measure`` in sim/tb_switch.py) and the random stress bench
 (``switch_random``, for the peak buffer occupancy) and returns:
 
 =============================  =================================================================
@@ -41,12 +41,16 @@ The system model uses ``phase_switch_cycles`` where phases follow each other and
 from __future__ import annotations
 
 import json
-import random
 import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["measure_switch", "measure_in_bench", "data_depth_for", "check_params",
+from fred.contract import packet as pk
+from fred.hdl.fabric import emit_with_shared
+from fred.hdl.flows import Flow
+from fred.hdl.switch import Switch
+
+__all__ = ["measure_switch", "data_depth_for", "check_params",
            "activation_samples_for", "SCHEMA"]
 
 SCHEMA = "fred-switch-timing/1"
@@ -56,8 +60,6 @@ SHARED_FROM_PORTS = 8
 
 
 def _phases(P):
-    from fred.hdl import packet as pk
-    from fred.hdl.flows import Flow
     half = P // 2
     lo, hi = set(range(half)), set(range(half, P))
     return {
@@ -129,11 +131,9 @@ def measure_switch(ports=4, middle=3, lanes=2, dtype="int32", fabric="fred", see
         cfg = dict(base, out=out_m, preemptions=preemptions, max_cycles=200_000,
                    activation_samples=activation_samples)
         tag = f"switch-p{ports}-{dtype}-{sw.fabric_kind}"
-        run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.bench_switch",
+        run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.tb_switch",
                   tag=tag, config=cfg, seed=seed, testcase="switch_measure")
         meas = json.loads(Path(out_m).read_text())
-        from fred.hdl import packet as pk
-        from fred.hdl.flows import Flow
         sphases = {
             0: (pk.VC_DP, [Flow(set(range(ports)), set(range(ports)))]),
             1: (pk.VC_MP, [Flow({0, 1}, {0, 1})]),
@@ -142,7 +142,7 @@ def measure_switch(ports=4, middle=3, lanes=2, dtype="int32", fabric="fred", see
         scfg = dict(_base_config(sw, sphases), out=out_s, rounds=stress_rounds, ctrl_rate=0.2,
                     bad_rate=0.0, skew=40, idle=0.1, stall=0.3, credit_delay=12, starve=0.01,
                     starve_len=60, bound=20_000, max_cycles=400_000)
-        run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.bench_switch",
+        run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.tb_switch",
                   tag=tag, config=scfg, seed=seed, testcase="switch_random")
         stress = json.loads(Path(out_s).read_text())
     meas["schema"] = SCHEMA
@@ -169,8 +169,6 @@ def _build(P, m, lanes, dtype, fabric, depth=12, ctrl_depth=2, max_len=4, entrie
     """
     key = (P, m, lanes, dtype, fabric, depth, ctrl_depth, max_len, entries, shared)
     if key not in _BUILDS:
-        from fred.hdl.fabric import emit_with_shared
-        from fred.hdl.switch import Switch
         registry = {}       # filled while the switch is emitted, when the fabric shares cells
         sw = Switch(P, m, lanes, dtype, data_depth=depth, ctrl_depth=ctrl_depth, max_len=max_len,
                     table_entries=entries, fabric=fabric, out_credits=(0, 0, 0, 0),
@@ -189,158 +187,21 @@ def _base_config(sw, phases):
     }
 
 
-# -- inside cocotb ---------------------------------------------------------------------------
-async def measure_in_bench(dut):
-    """The ``switch_measure`` cocotb test body (phases from :func:`_phases`)."""
-    import cocotb
-    from cocotb.triggers import RisingEdge
-
-    from fred.hdl import packet as pk
-    from fred.sim.bench_switch import Bench
-    from fred.sim.golden_switch import Offered
-    from fred.sim.streams import start, watchdog
-    from fred.sim.toolchain import bench_config
-
-    cfg = bench_config()
-    rng = random.Random(int(cocotb.RANDOM_SEED))
-    cycles = await start(dut)
-    cocotb.start_soon(watchdog(dut.clk, cfg.get("max_cycles", 200_000), "switch measurement"))
-    b = Bench(dut, cfg, rng, cycles)
-    await b.load_table(cfg["cfg_words"])
-    b.start_sinks(grant_now=True)
-    b.start_sources({p: Offered() for p in range(b.P)})
-    P, L, FB = b.P, cfg["max_len"], b.flit_bits
-    half = P // 2
-    A_ports, B_ports, C_ports = list(range(half)), list(range(half, P)), list(range(P))
-    seq = {}
-
-    def packet(p, phase, vc, n):
-        s = seq.get((p, phase), 0)
-        seq[(p, phase)] = s + 1
-        data = tuple(rng.randrange(1 << FB) for _ in range(n))
-        return pk.pack(pk.Packet(pk.Header.data(vc, phase, s, n), data), FB)
-
-    async def send(p, words):
-        """Queue words at port p once credits allow; return the index of its last beat."""
-        return await b.send_credited(p, words) + len(words)
-
-    async def sent_at(p, end):
-        drv = b.drivers[p]
-        while len(drv.sent) < end:
-            await RisingEdge(dut.clk)
-        return drv.sent[end - 1][0]
-
-    async def round_of(phase, vc, ports, n):
-        ends = {p: await send(p, packet(p, phase, vc, n)) for p in ports}
-        return ends
-
-    async def done(ends):
-        return max([await sent_at(p, e) for p, e in ends.items()])
-
-    def packets(q):
-        return [(t_end, t0, x) for t_end, t0, x in b.output_packets(q, True) if x.header.vc != pk.VC_CTRL]
-
-    async def wait_packets(q, n):
-        while True:
-            if len(packets(q)) >= n:
-                return
-            await RisingEdge(dut.clk)
-
-    async def quiet(n=20):
-        for _ in range(n):
-            await RisingEdge(dut.clk)
-
-    res = {}
-    # 1. activation on an idle switch: new configuration, then the same one again
-    #    (same_config: the worst of several samples -- the scanner position varies)
-    act, first = {}, {}
-    for name in ("new_config",) + ("same_config",) * cfg.get("activation_samples", 6):
-        n0 = len(packets(0))
-        ends = await round_of(0, pk.VC_DP, A_ports, L)
-        t_in = await done(ends)
-        await wait_packets(0, n0 + 1)
-        t_end, t0, _ = packets(0)[n0]
-        beats = [c for c, _ in b.monitors[0].beats if c > t0]
-        act[name] = max(act.get(name, 0), t0 - t_in)
-        first[name] = max(first.get(name, 0), beats[0] - t_in)
-        await quiet(20 + rng.randrange(P))
-    res["activation_cycles"] = act
-    res["first_data_cycles"] = first
-
-    # 2. successive rounds, the second already buffered when the first ends
-    detail = {}
-    # same phase twice
-    n0 = len(packets(0))
-    e1 = await round_of(0, pk.VC_DP, A_ports, L)
-    e2 = await round_of(0, pk.VC_DP, A_ports, L)
-    await wait_packets(0, n0 + 2)
-    p0 = packets(0)
-    detail["same_phase"] = p0[n0 + 1][1] - p0[n0][0]
-    await quiet()
-    # different phase, same VC: A then B, both buffered (B's inputs sent first, A's right after)
-    nA, nB = len(packets(A_ports[0])), len(packets(B_ports[0]))
-    for p in B_ports + A_ports:
-        await send(p, packet(p, 0 if p in A_ports else 1, pk.VC_DP, L))
-    await wait_packets(A_ports[0], nA + 1)
-    await wait_packets(B_ports[0], nB + 1)
-    pa, pb = packets(A_ports[0])[nA], packets(B_ports[0])[nB]
-    first, second = (pa, pb) if pa[1] < pb[1] else (pb, pa)
-    detail["new_phase_same_vc"] = second[1] - first[0]
-    await quiet()
-    # different VC: DP round A and MP round C buffered together; MP goes first, then DP
-    n0 = len(packets(0))
-    for p in C_ports:
-        await send(p, packet(p, 2, pk.VC_MP, L))
-    for p in A_ports:
-        await send(p, packet(p, 0, pk.VC_DP, L))
-    await wait_packets(0, n0 + 2)
-    p0 = packets(0)
-    detail["new_vc"] = p0[n0 + 1][1] - p0[n0][0]
-    assert p0[n0][2].header.vc == pk.VC_MP, "MP round did not go first"
-    res["phase_switch_detail"] = detail
-    res["phase_switch_cycles"] = detail["new_phase_same_vc"]
-    await quiet()
-
-    # 3. preemption: DP phase A streams on the low ports; MP rounds of phase D (high ports,
-    #    1 data flit) become complete at random times and must wait for the DP packet in flight
-    n_pre = cfg.get("preemptions", 10)
-    stop = {"dp": False}
-
-    async def dp_feeder(p):
-        while not stop["dp"]:
-            await send(p, packet(p, 0, pk.VC_DP, L))
-            while b.drivers[p].queue:
-                await RisingEdge(dut.clk)
-
-    def mp_count():
-        return len([x for x in packets(B_ports[0]) if x[2].header.vc == pk.VC_MP])
-
-    n_mp0 = mp_count()
-    for p in A_ports:
-        cocotb.start_soon(dp_feeder(p))
-    await quiet(60)
-    samples, dp_busy = [], 0
-    for k in range(n_pre):
-        await quiet(rng.randint(1, 3 * (L + 2)))
-        ends = {p: await send(p, packet(p, 3, pk.VC_MP, 1)) for p in B_ports}
-        t_ready = max([await sent_at(p, e) for p, e in ends.items()])
-        while mp_count() < n_mp0 + k + 1:
-            await RisingEdge(dut.clk)
-        t_hdr = [x for x in packets(B_ports[0]) if x[2].header.vc == pk.VC_MP][n_mp0 + k][1]
-        samples.append(t_hdr - t_ready)
-    stop["dp"] = True
-    res["preemption_cycles"] = {"min": min(samples), "max": max(samples),
-                                "mean": round(sum(samples) / len(samples), 2),
-                                "samples": len(samples)}
-    await quiet(100)
-    dut._log.info(f"switch measurement: {res}")
-    with open(cfg["out"], "w") as f:
-        json.dump(res, f)
-
-
 def main():
-    import sys
-    print(json.dumps(measure_switch(), indent=2))
+    """Benchmark entry (``python -m fred.bench switch``): print the measured switch figures."""
+    r = measure_switch()
+    p = r["params"]
+    print(f"FRED_{p['middle']}({p['ports']}) switch, {p['lanes']} x {p['dtype']} lanes, buffers "
+          f"{p['depths']} flits, packets 1 + {p['max_len']} flits, fabric latency "
+          f"{p['fabric_latency']}")
+    for k in ("activation_cycles", "first_data_cycles", "phase_switch_detail"):
+        print(f"  {k:22} " + ", ".join(f"{a}={b}" for a, b in r[k].items()))
+    print(f"  {'phase_switch_cycles':22} {r['phase_switch_cycles']}")
+    pc = r["preemption_cycles"]
+    print(f"  {'preemption_cycles':22} min={pc['min']} max={pc['max']} mean={pc['mean']} "
+          f"({pc['samples']} samples)")
+    print(f"  {'peak_occupancy_flits':22} " + ", ".join(f"{a}={b}" for a, b in r["peak_occupancy_flits"].items()))
+    print(f"  {'runtime_s':22} {r['runtime_s']}")
     return 0
 
 

@@ -28,7 +28,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
-from fred.hdl.packet import flit_from_lanes, lanes_from_flit
+from fred.contract.packet import flit_from_lanes, lanes_from_flit
 
 __all__ = ["pack_lanes", "unpack_lanes", "Cycles", "PauseGenerator", "StreamDriver",
            "StreamMonitor", "watchdog", "start"]

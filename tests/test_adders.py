@@ -295,7 +295,7 @@ def test_latency_attribute():
 
 @pytest.mark.parametrize("dtype", ["fp32", "int32"])
 def test_measured_latency_and_throughput(dtype):
-    from fred.sim.bench_adder import measure
+    from fred.sim.tb_adder import measure
 
     r = measure(dtype, n=200)
     assert r["latency"] == r["declared"] and r["throughput"] == 1.0 and r["mismatches"] == 0
@@ -373,9 +373,9 @@ def test_verilog_is_reproducible():
 
 @pytest.mark.parametrize("name", [*ALL, "fp16x4"])
 def test_verilator_lint_clean(name):
-    """``verilator --lint-only -Wall`` with the project's one waiver list (fred.hdl.lint)."""
+    """``verilator --lint-only -Wall`` with the project's one waiver list (fred.sim.lint)."""
     from fred.hdl.adders import ElementAdder, VectorAdder
-    from fred.hdl.lint import lint
+    from fred.sim.lint import lint
     from fred.hdl.verilog import emit
 
     dut = VectorAdder("fp16", 4) if name == "fp16x4" else ElementAdder(name)
@@ -392,7 +392,7 @@ def _cocotb(dtype, **config):
 
     dut = ElementAdder(dtype)
     top = f"fred_adder_{dtype}"
-    return run_bench(verilog=emit(dut, top), toplevel=top, test_module="fred.sim.bench_adder",
+    return run_bench(verilog=emit(dut, top), toplevel=top, test_module="fred.sim.tb_adder",
                      tag=f"adder-{dtype}", config={"dtype": dtype, "latency": dut.latency,
                                                    **config})
 

@@ -21,10 +21,10 @@ import pytest
 
 from fred.hdl.cells import CELL_CLASSES, build_cell
 from fred.hdl.dtypes import dtype_names
-from fred.hdl.lint import WAIVERS, lint
+from fred.sim.lint import WAIVERS, lint
 from fred.hdl.modes import DMode, RDMode, RMode
 from fred.hdl.verilog import emit
-from fred.sim.bench_cells import representative_modes, run_cell_regression
+from fred.sim.tb_cells import representative_modes, run_cell_regression
 
 #: beats per mode in the regression (the issue asks for at least 10,000)
 BEATS = int(os.environ.get("FRED_CELL_BEATS", "10000"))
@@ -107,7 +107,7 @@ def test_broken_cell_fails_the_checker():
 def test_bench_watchdog_fails_a_hang():
     """Programming the RD cell with 7 (no mode) while the bench drives PASS traffic: nothing
     moves, and the watchdog must fail the run instead of hanging."""
-    from fred.sim.bench_cells import regression_config
+    from fred.sim.tb_cells import regression_config
     from fred.sim.toolchain import run_bench
 
     cell = build_cell("rd", lanes=2, dtype="int32")
@@ -115,7 +115,7 @@ def test_bench_watchdog_fails_a_hang():
     cfg["codes"] = [7]
     with pytest.raises(AssertionError, match="cocotb tests failed") as exc:
         run_bench(verilog=emit(cell, cell.verilog_name), toplevel=cell.verilog_name,
-                  test_module="fred.sim.bench_cells", tag="cell-rd", config=cfg, seed=5)
+                  test_module="fred.sim.tb_cells", tag="cell-rd", config=cfg, seed=5)
     assert "watchdog: rd cell bench still running" in _sim_log(exc)
 
 
@@ -141,7 +141,7 @@ def test_lint_reports_real_problems():
     assert any("BLKSEQ" in x for x in msgs), msgs
     assert any("UNDRIVEN" in x and "'z'" in x for x in msgs), msgs
     # the UNUSEDSIGNAL waiver covers internal nets only, never a top-level port
-    from fred.hdl.lint import _waived
+    from fred.sim.lint import _waived
 
     msg = "Signal is not used: 'cfg'"
     assert not _waived("UNUSEDSIGNAL", msg, "top", "top", {"cfg", "clk"})

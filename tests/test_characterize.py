@@ -7,10 +7,11 @@ import random
 import pytest
 
 from fred.cli import main as fred_main
-from fred.model.timing import FLOW_KINDS, load_timing
-from fred.sim.characterize import DEFAULTS, chiplet_name, summarize
+from fred.contract.timing import FLOW_KINDS, load_timing
+from fred.contract.timing import summarize
+from fred.sim.characterize import DEFAULTS, chiplet_name
 
-REGEN = "regenerate with: fred characterize -o sim/data/timing-default.json"
+REGEN = "regenerate with: fred characterize -o contract/data/timing-default.json"
 
 
 @pytest.fixture(scope="module")

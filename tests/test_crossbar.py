@@ -6,7 +6,7 @@ import pytest
 
 from fred.hdl.crossbar import (Crossbar, crossbar_config, crossbar_latency, crossbar_throughput,
                                tree_order)
-from fred.sim.bench_crossbar import default_flows, golden_crossbar, measure_crossbar
+from fred.sim.tb_crossbar import default_flows, golden_crossbar, measure_crossbar
 from fred.sim.golden_elem import add, from_values
 
 

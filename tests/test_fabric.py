@@ -224,7 +224,7 @@ def test_bad_parameters_one_line(args, msg):
 
 
 def test_fabric_verilog_is_reproducible_and_lint_clean():
-    from fred.hdl.lint import lint
+    from fred.sim.lint import lint
     from fred.hdl.verilog import emit
 
     a = emit(Fabric(3, 2, 1, "int32"), "fred2_p3")
@@ -234,7 +234,7 @@ def test_fabric_verilog_is_reproducible_and_lint_clean():
 
 @pytest.mark.parametrize("P,m,dtype", [(2, 3, "fp16"), (5, 3, "bf16")])
 def test_fabric_lint_clean(P, m, dtype):
-    from fred.hdl.lint import lint
+    from fred.sim.lint import lint
     from fred.hdl.verilog import emit
 
     top = f"fred{m}_p{P}"
@@ -279,7 +279,7 @@ def test_cli_verilog_fabric_bad_input(args, msg):
 def test_shared_cell_verilog_lint_clean_and_structured():
     """fabric_verilog_text(shared=True): one module per cell kind, instantiated by every cell."""
     from fred.hdl.fabric import fabric_verilog_text
-    from fred.hdl.lint import lint
+    from fred.sim.lint import lint
 
     text = fabric_verilog_text(5, 2, 1, "int32", "fred2_p5")
     assert text == fabric_verilog_text(5, 2, 1, "int32", "fred2_p5")

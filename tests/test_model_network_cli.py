@@ -7,7 +7,8 @@ import pytest
 from fred.model import params as P
 
 from fred.cli import main
-from fred.model.cli_collective import parse_group, parse_size
+from fred.commands.collective import parse_size
+from fred.model.parallel_groups import parse_group
 from fred.model.collectives import collective_time
 from fred.model.network_yaml import NetworkSpec, dump_network_yaml, load_network_yaml, load_topology, parse_network_yaml, spec_from_topology
 from fred.model.topology import multidim, ring, single_switch

@@ -1,9 +1,9 @@
-"""The model moves payload: packet headers and ACKs (the RTL's packet format, fred.hdl.packet)
+"""The model moves payload: packet headers and ACKs (the RTL's packet format, fred.contract.packet)
 take their share of every wafer link."""
 
 import pytest
 
-from fred.hdl import packet as pk
+from fred.contract import packet as pk
 from fred.model import params as P
 from fred.model.collectives import collective_time
 from fred.model.packets import control_packet_flits, data_packet_flits, link_efficiency
@@ -11,7 +11,7 @@ from fred.model.topology import build_fabric, single_switch
 
 
 def test_packet_sizes_follow_the_rtl_format():
-    # FRED-SPEC §4: 4 KB packets of 512 B flits; the header flit comes on top (fred.hdl.packet)
+    # FRED-SPEC §4: 4 KB packets of 512 B flits; the header flit comes on top (fred.contract.packet)
     assert data_packet_flits(4096, 512) == 1 + 8
     assert data_packet_flits(4097, 512) == 1 + 9
     assert control_packet_flits(512) == 1

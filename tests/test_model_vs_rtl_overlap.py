@@ -1,6 +1,6 @@
 """The flow model's switch-arbitration rule (fred_switches=True) checked against the switch RTL.
 
-Scenario (sim/bench_overlap.py, sim/measure_overlap.py): on the 4-port bench switch a DP
+Scenario (sim/tb_overlap.py, sim/measure_overlap.py): on the 4-port bench switch a DP
 all-reduce over ports {0,1} streams K packets per port; 40..44 cycles later an MP all-reduce
 over {2,3} offers J packets per port (5 offsets = every alignment against the DP rounds of
 L + 1 = 5 cycles). Delays = completion with the other phase - completion alone, in cycles.
@@ -17,14 +17,15 @@ import copy
 
 import pytest
 
-from fred.sim.measure_overlap import DEFAULTS, model_overlap, proposed_delays, tolerance
+from fred.benchmarks.overlap import model_overlap, proposed_delays, tolerance
+from fred.sim.measure_overlap import DEFAULTS
 
 K, J, L = DEFAULTS["K"], DEFAULTS["J"], DEFAULTS["L"]
 OFFSETS = list(DEFAULTS["offsets"])
 
 # Switch figures of the bench build (measure_switch's measurement scenario, FRED_3(4), 2 x int32
 # lanes, buffers 12/2, max_len 4) and the RTL's delays for the default scenario, seed 1
-# (python -m fred.sim.measure_overlap): for the model-only tests, which need no Verilator.
+# (python -m fred.bench overlap): for the model-only tests, which need no Verilator.
 FIGURES = {"params": {"ports": 4, "lanes": 2, "dtype": "int32", "max_len": 4, "fabric_latency": 3},
            "activation_cycles": {"new_config": 6, "same_config": 5},
            "phase_switch_cycles": 7, "preemption_cycles": {"min": 10, "max": 14, "mean": 12.3}}

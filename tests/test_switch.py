@@ -10,7 +10,7 @@ import sys
 import pytest
 from amaranth.sim import Simulator
 
-from fred.hdl import packet as pk
+from fred.contract import packet as pk
 from fred.hdl.flows import Flow
 
 FB = 64

@@ -1,10 +1,10 @@
-"""Verilator regression of the whole FRED switch (sim/bench_switch.py) with the FRED fabric."""
+"""Verilator regression of the whole FRED switch (sim/tb_switch.py) with the FRED fabric."""
 
 import os
 
 import pytest
 
-from fred.hdl import packet as pk
+from fred.contract import packet as pk
 from fred.hdl.flows import Flow
 from fred.sim.golden_switch import phases_to_json
 from fred.sim.toolchain import run_bench
@@ -66,12 +66,12 @@ def bench_config(P=4, lanes=2, dtype="int32", fabric="fred", phases=None, **kw):
 def run(testcase, seed, **kw):
     verilog, cfg = bench_config(**kw)
     tag = f"switch-p{cfg['ports']}-{cfg['dtype']}-{cfg['fabric']}"
-    return run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.bench_switch",
+    return run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.tb_switch",
                      tag=tag, config=cfg, seed=seed, testcase=testcase)
 
 
 def test_switch_lint_clean():
-    from fred.hdl.lint import lint
+    from fred.sim.lint import lint
     verilog, _ = bench_config(P=4)
     assert lint(verilog, "fred_switch") == []
 
@@ -166,5 +166,5 @@ def test_switch_random_p12_fp16(seed):
         "idle": 0.2, "stall": 0.3, "rx_credits": [12, 12, 12, 2], "credit_delay": 12,
         "starve": 0.01, "starve_len": 60, "bound": 20_000, "max_cycles": 400_000,
     }
-    run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.bench_switch",
+    run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.tb_switch",
               tag="switch-p12-fp16-fred", config=cfg, seed=seed, testcase="switch_random")

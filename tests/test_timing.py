@@ -7,8 +7,9 @@ import pytest
 
 from fred import FredError
 from fred.model import params
-from fred.model.timing import (SCHEMA_VERSION, TimingFileError, default_timing_path, load_timing,
-                               switch_timing, validate_timing)
+from fred.contract.timing import (SCHEMA_VERSION, TimingFileError, default_timing_path, load_timing,
+                                  validate_timing)
+from fred.model.timing import switch_timing
 
 
 def _doc():

@@ -48,11 +48,13 @@ from cocotb.triggers import FallingEdge, RisingEdge
 
 from fred.sim.streams import (PauseGenerator, StreamDriver, StreamMonitor, pack_lanes, start,
                               unpack_lanes, watchdog)
+from fred.hdl.dtypes import get_dtype
+from fred.hdl.fabric import config_bits, fabric_latency
+from fred.hdl.routing import route
 from fred.sim.toolchain import bench_config, bench_seed
 
 
 def _route(P, m, flows):
-    from fred.hdl.routing import route
     return route(P, m, flows)
 
 
@@ -64,8 +66,6 @@ def _stats(values):
 
 @cocotb.test()
 async def fabric_phases(dut):
-    from fred.hdl.dtypes import get_dtype
-    from fred.hdl.fabric import config_bits, fabric_latency
     from fred.sim.golden_fabric import check_sums, random_inputs, simulate_result, tree_reference
 
     cfg = bench_config()

@@ -16,7 +16,7 @@ def _ports_list(text):
 
 
 def add_arguments(p):
-    from .characterize import DEFAULTS
+    from fred.sim.characterize import DEFAULTS
 
     p.add_argument("-o", "--output", metavar="FILE", default="build/fred-timing.json",
                    help="timing file to write (default build/fred-timing.json)")
@@ -56,7 +56,8 @@ def run(args):
 
     from fred import FredError
 
-    from .characterize import characterize, write_timing
+    from fred.contract.timing import write_timing
+    from fred.sim.characterize import characterize
 
     chiplets = _ports_list(args.chiplets)
     for name in ("beats", "sweep_beats"):

@@ -104,7 +104,7 @@ def _throughput(design, P, middle, lanes, dtype, beats, seed):
             out[k] = min(list(ph["out_rate"].values()) + list(ph["in_rate"].values()))
             out[k + "_latency"] = ph["latency"]["max"]
         return out
-    from fred.sim.bench_crossbar import default_flows, measure_crossbar
+    from fred.sim.tb_crossbar import default_flows, measure_crossbar
 
     variant = design.split("-")[1]
     out = {}

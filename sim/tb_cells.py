@@ -40,12 +40,14 @@ import numpy as np
 import cocotb
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
+from fred.hdl.cells import build_cell
 from fred.hdl.modes import DMode, RDMode, RMode
-from fred.sim import golden_cells as gc
+from fred.hdl.verilog import emit
 from fred.sim.golden_elem import random_operands
+from fred.sim.toolchain import bench_config, bench_seed
+from fred.sim import golden_cells as gc
 from fred.sim.streams import PauseGenerator, StreamDriver, StreamMonitor, pack_lanes, start, \
     unpack_lanes, watchdog
-from fred.sim.toolchain import bench_config, bench_seed
 
 #: (source idle probability, sink stall probability, share of a mode's beats)
 DEFAULT_PAUSES = ((0.0, 0.0, 0.45), (0.5, 0.5, 0.45), (0.2, 0.9, 0.1))
@@ -368,8 +370,6 @@ def run_cell_regression(kind, *, m=3, lanes=4, dtype="fp16", beats=10_000, seed=
     ``beats`` per mode (split over ``pauses`` by their shares). ``modes`` defaults to
     :func:`representative_modes`. Raises ``AssertionError`` naming the log on any failure.
     """
-    from fred.hdl.cells import build_cell
-    from fred.hdl.verilog import emit
     from fred.sim.toolchain import run_bench
 
     if not isinstance(beats, int) or beats < 1:
@@ -381,7 +381,7 @@ def run_cell_regression(kind, *, m=3, lanes=4, dtype="fp16", beats=10_000, seed=
     name = cell.verilog_name
     t0 = time.perf_counter()
     results = run_bench(verilog=emit(cell, name), toplevel=name,
-                        test_module="fred.sim.bench_cells",
+                        test_module="fred.sim.tb_cells",
                         tag=tag or f"cell-{kind}" + (f"-{fault}" if fault else ""),
                         config=cfg, seed=seed, waves=waves)
     data = json.loads((Path(results).parent / RESULTS_FILE).read_text())

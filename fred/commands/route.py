@@ -29,7 +29,7 @@ def add_arguments(parser):
 
 
 def _study(args):
-    from .study import DEFAULT_PORTS, DEFAULT_SAMPLES, format_study, study, study_json
+    from fred.hdl.study import DEFAULT_PORTS, DEFAULT_SAMPLES, format_study, study, study_json
 
     samples = DEFAULT_SAMPLES if args.samples is None else args.samples
     if samples < 0:
@@ -48,8 +48,8 @@ def run(args):
         if args.flow or args.collective:
             raise ValueError("--study takes no --flow or --collective")
         return _study(args)
-    from .flows import Phase, expand
-    from .routing import route_phases
+    from fred.hdl.flows import Phase, expand
+    from fred.hdl.routing import route_phases
 
     if args.ports is None:
         raise ValueError("--ports is required (e.g. --ports 8)")
@@ -66,7 +66,7 @@ def run(args):
     else:
         raise ValueError("nothing to route: give --flow INS>OUTS (repeatable) or --collective NAME --group PORTS")
     if phases is None:
-        from .routing import route
+        from fred.hdl.routing import route
 
         results = [(Phase("flows", tuple(args.flow)), route(args.ports, args.middle, args.flow))]
     else:

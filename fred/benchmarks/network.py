@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import time
 
-from .collectives import collective_time
-from .params import FABRICS, GiB, MESH_LINK_BW, LINK_LATENCY, NPU_NET_BW, default_params
-from .topology import build_fabric, mesh2d, ring, tree2
+from fred.model.collectives import collective_time
+from fred.model.params import FABRICS, GiB, MESH_LINK_BW, LINK_LATENCY, NPU_NET_BW, default_params
+from fred.model.topology import build_fabric, mesh2d, ring, tree2
 
 
 class _T:
@@ -39,7 +39,7 @@ def _wall(fn, repeat=1):
 
 
 def main(argv=None) -> int:
-    print("network model benchmark (fred.model.bench_network)")
+    print("network model benchmark (fred.benchmarks.network)")
     print("1) 20-NPU wafer-wide 1 GiB All-Reduce, build + simulate (best of 3)")
     for f in FABRICS:
         topo = build_fabric(f)
@@ -71,7 +71,7 @@ def main(argv=None) -> int:
     dp = [list(range(j, 1024, 32)) for j in range(32)]
 
     def both():
-        from .flowsim import Sim
+        from fred.model.flowsim import Sim
         sim = Sim(topo)
         x = sim.collective("all-reduce", mp, GiB, label="mp")
         y = sim.collective("all-reduce", dp, GiB, label="dp")

@@ -19,10 +19,10 @@ HELP = "run a cocotb + Verilator regression of a microswitch cell"
 
 
 def add_arguments(parser):
-    from fred.cli import _Parser
+    from fred.cli import Parser
     from fred.hdl.dtypes import dtype_names
 
-    sub = parser.add_subparsers(dest="sim_target", metavar="TARGET", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="sim_target", metavar="TARGET", parser_class=Parser)
     sub.required = True
     p = sub.add_parser("cell", help="one microswitch cell, every mode, random back-pressure",
                        description="regression of one microswitch cell: every mode in one "
@@ -47,7 +47,7 @@ def run(args):
     from pathlib import Path
 
     from fred.hdl.cells import CELL_CLASSES, check_cell_params
-    from fred.sim.bench_cells import representative_modes, run_cell_regression
+    from fred.sim.tb_cells import representative_modes, run_cell_regression
 
     # validate everything before the (slow) build: one-line errors for bad input
     check_cell_params(args.kind, args.middle, args.lanes, args.dtype)

@@ -24,6 +24,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge
 
+from fred.hdl.adders import ElementAdder
 from fred.sim import golden_elem
 from fred.sim.toolchain import bench_config, bench_seed
 
@@ -121,7 +122,6 @@ def measure(dtype, n: int = 2000, seed: int = 1) -> dict:
     """
     from amaranth.sim import Simulator
 
-    from fred.hdl.adders import ElementAdder
 
     dut = ElementAdder(dtype)
     rng = np.random.default_rng(seed)

@@ -35,8 +35,8 @@ def hardware_from_args(args):
 
     from fred import FredError
 
-    from . import compute as C
-    from .params import GB, NS, TB, default_params
+    from fred.model import compute as C
+    from fred.model.params import GB, NS, TB, default_params
 
     p = default_params()
     ch = {}
@@ -51,7 +51,8 @@ def hardware_from_args(args):
     if getattr(args, "link_latency_ns", None) is not None:
         ch["link_latency"] = args.link_latency_ns * NS
     if getattr(args, "timing", None):
-        from .timing import load_timing, switch_timing
+        from fred.contract.timing import load_timing
+        from fred.model.timing import switch_timing
 
         clock = args.switch_ghz * 1e9 if getattr(args, "switch_ghz", None) is not None else None
         ch["switch"] = switch_timing(load_timing(args.timing), clock_hz=clock)
@@ -105,7 +106,7 @@ def _fmt_ms(x):
 
 
 def format_table(rows, timing_source) -> str:
-    from .params import variant
+    from fred.model.params import variant
 
     out = [f"switch timing: {timing_source}",
            "times in ms per iteration; exposed communication on the critical path; speedup = mesh / fabric"]
@@ -128,7 +129,7 @@ def format_table(rows, timing_source) -> str:
 def run(args):
     import json
 
-    from .estimate import estimate_table
+    from fred.model.estimate import estimate_table
 
     params, npu, gran = hardware_from_args(args)
     kw = dict(params=params, npu=npu, microbatches=args.microbatches, samples_per_replica=args.samples, mode=args.mode)
@@ -136,7 +137,7 @@ def run(args):
     rows = estimate_table(args.workload, args.fabric, args.strategy, **kw)
     source = rows[0].timing_source if rows else params.switch.source
     if args.plot:
-        from .plots import plot_breakdown
+        from fred.model.plots import plot_breakdown
         plot_breakdown(rows, args.plot, title=f"Training time per iteration, normalised to the mesh "
                        f"(NPU {npu.flops / 1e12:.0f} TFLOP/s, {npu.hbm_bw / 1e12:.0f} TB/s HBM); switch timing: {source}")
     if args.json:

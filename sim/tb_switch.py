@@ -13,7 +13,7 @@ default 2), ``credit_delay`` (max cycles before a credit returns), ``starve``
 (write measurements as JSON there), ``expect_prio_reversed`` (check the reversed priority
 order: must fail).
 
-``main()`` (``make bench``) prints the figures of :func:`fred.sim.measure_switch.measure_switch`.
+The benchmark (``python -m fred.bench switch``) is :func:`fred.sim.measure_switch.main`.
 
 The DUT is built with ``out_credits = 0``: the bench's receivers grant their buffer as credits
 (immediately, or in ``priority`` mode only once every input has been delivered).
@@ -34,8 +34,8 @@ from collections import Counter, defaultdict, deque
 import cocotb
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
-from fred.hdl import packet as pk
-from fred.sim.golden_switch import SwitchModel, make_traffic, phases_from_json
+from fred.contract import packet as pk
+from fred.sim.golden_switch import Offered, SwitchModel, make_traffic, phases_from_json
 from fred.sim.streams import PauseGenerator, StreamDriver, StreamMonitor, start, watchdog
 from fred.sim.toolchain import bench_config
 
@@ -357,23 +357,144 @@ async def switch_priority(dut):
 @cocotb.test()
 async def switch_measure(dut):
     """Latency measurements (see sim/measure_switch.py); writes JSON to cfg['out']."""
-    from fred.sim.measure_switch import measure_in_bench
     await measure_in_bench(dut)
 
 
-def main():
-    """Benchmark entry (``python -m fred.bench switch``): print the measured switch figures."""
-    from fred.sim.measure_switch import measure_switch
-    r = measure_switch()
-    p = r["params"]
-    print(f"FRED_{p['middle']}({p['ports']}) switch, {p['lanes']} x {p['dtype']} lanes, buffers "
-          f"{p['depths']} flits, packets 1 + {p['max_len']} flits, fabric latency "
-          f"{p['fabric_latency']}")
-    for k in ("activation_cycles", "first_data_cycles", "phase_switch_detail"):
-        print(f"  {k:22} " + ", ".join(f"{a}={b}" for a, b in r[k].items()))
-    print(f"  {'phase_switch_cycles':22} {r['phase_switch_cycles']}")
-    pc = r["preemption_cycles"]
-    print(f"  {'preemption_cycles':22} min={pc['min']} max={pc['max']} mean={pc['mean']} "
-          f"({pc['samples']} samples)")
-    print(f"  {'peak_occupancy_flits':22} " + ", ".join(f"{a}={b}" for a, b in r["peak_occupancy_flits"].items()))
-    print(f"  {'runtime_s':22} {r['runtime_s']}")
+# -- inside cocotb ---------------------------------------------------------------------------
+async def measure_in_bench(dut):
+    """The ``switch_measure`` cocotb test body (phases from :func:`fred.sim.measure_switch._phases`)."""
+    cfg = bench_config()
+    rng = random.Random(int(cocotb.RANDOM_SEED))
+    cycles = await start(dut)
+    cocotb.start_soon(watchdog(dut.clk, cfg.get("max_cycles", 200_000), "switch measurement"))
+    b = Bench(dut, cfg, rng, cycles)
+    await b.load_table(cfg["cfg_words"])
+    b.start_sinks(grant_now=True)
+    b.start_sources({p: Offered() for p in range(b.P)})
+    P, L, FB = b.P, cfg["max_len"], b.flit_bits
+    half = P // 2
+    A_ports, B_ports, C_ports = list(range(half)), list(range(half, P)), list(range(P))
+    seq = {}
+
+    def packet(p, phase, vc, n):
+        s = seq.get((p, phase), 0)
+        seq[(p, phase)] = s + 1
+        data = tuple(rng.randrange(1 << FB) for _ in range(n))
+        return pk.pack(pk.Packet(pk.Header.data(vc, phase, s, n), data), FB)
+
+    async def send(p, words):
+        """Queue words at port p once credits allow; return the index of its last beat."""
+        return await b.send_credited(p, words) + len(words)
+
+    async def sent_at(p, end):
+        drv = b.drivers[p]
+        while len(drv.sent) < end:
+            await RisingEdge(dut.clk)
+        return drv.sent[end - 1][0]
+
+    async def round_of(phase, vc, ports, n):
+        ends = {p: await send(p, packet(p, phase, vc, n)) for p in ports}
+        return ends
+
+    async def done(ends):
+        return max([await sent_at(p, e) for p, e in ends.items()])
+
+    def packets(q):
+        return [(t_end, t0, x) for t_end, t0, x in b.output_packets(q, True) if x.header.vc != pk.VC_CTRL]
+
+    async def wait_packets(q, n):
+        while True:
+            if len(packets(q)) >= n:
+                return
+            await RisingEdge(dut.clk)
+
+    async def quiet(n=20):
+        for _ in range(n):
+            await RisingEdge(dut.clk)
+
+    res = {}
+    # 1. activation on an idle switch: new configuration, then the same one again
+    #    (same_config: the worst of several samples -- the scanner position varies)
+    act, first = {}, {}
+    for name in ("new_config",) + ("same_config",) * cfg.get("activation_samples", 6):
+        n0 = len(packets(0))
+        ends = await round_of(0, pk.VC_DP, A_ports, L)
+        t_in = await done(ends)
+        await wait_packets(0, n0 + 1)
+        t_end, t0, _ = packets(0)[n0]
+        beats = [c for c, _ in b.monitors[0].beats if c > t0]
+        act[name] = max(act.get(name, 0), t0 - t_in)
+        first[name] = max(first.get(name, 0), beats[0] - t_in)
+        await quiet(20 + rng.randrange(P))
+    res["activation_cycles"] = act
+    res["first_data_cycles"] = first
+
+    # 2. successive rounds, the second already buffered when the first ends
+    detail = {}
+    # same phase twice
+    n0 = len(packets(0))
+    e1 = await round_of(0, pk.VC_DP, A_ports, L)
+    e2 = await round_of(0, pk.VC_DP, A_ports, L)
+    await wait_packets(0, n0 + 2)
+    p0 = packets(0)
+    detail["same_phase"] = p0[n0 + 1][1] - p0[n0][0]
+    await quiet()
+    # different phase, same VC: A then B, both buffered (B's inputs sent first, A's right after)
+    nA, nB = len(packets(A_ports[0])), len(packets(B_ports[0]))
+    for p in B_ports + A_ports:
+        await send(p, packet(p, 0 if p in A_ports else 1, pk.VC_DP, L))
+    await wait_packets(A_ports[0], nA + 1)
+    await wait_packets(B_ports[0], nB + 1)
+    pa, pb = packets(A_ports[0])[nA], packets(B_ports[0])[nB]
+    first, second = (pa, pb) if pa[1] < pb[1] else (pb, pa)
+    detail["new_phase_same_vc"] = second[1] - first[0]
+    await quiet()
+    # different VC: DP round A and MP round C buffered together; MP goes first, then DP
+    n0 = len(packets(0))
+    for p in C_ports:
+        await send(p, packet(p, 2, pk.VC_MP, L))
+    for p in A_ports:
+        await send(p, packet(p, 0, pk.VC_DP, L))
+    await wait_packets(0, n0 + 2)
+    p0 = packets(0)
+    detail["new_vc"] = p0[n0 + 1][1] - p0[n0][0]
+    assert p0[n0][2].header.vc == pk.VC_MP, "MP round did not go first"
+    res["phase_switch_detail"] = detail
+    res["phase_switch_cycles"] = detail["new_phase_same_vc"]
+    await quiet()
+
+    # 3. preemption: DP phase A streams on the low ports; MP rounds of phase D (high ports,
+    #    1 data flit) become complete at random times and must wait for the DP packet in flight
+    n_pre = cfg.get("preemptions", 10)
+    stop = {"dp": False}
+
+    async def dp_feeder(p):
+        while not stop["dp"]:
+            await send(p, packet(p, 0, pk.VC_DP, L))
+            while b.drivers[p].queue:
+                await RisingEdge(dut.clk)
+
+    def mp_count():
+        return len([x for x in packets(B_ports[0]) if x[2].header.vc == pk.VC_MP])
+
+    n_mp0 = mp_count()
+    for p in A_ports:
+        cocotb.start_soon(dp_feeder(p))
+    await quiet(60)
+    samples, dp_busy = [], 0
+    for k in range(n_pre):
+        await quiet(rng.randint(1, 3 * (L + 2)))
+        ends = {p: await send(p, packet(p, 3, pk.VC_MP, 1)) for p in B_ports}
+        t_ready = max([await sent_at(p, e) for p, e in ends.items()])
+        while mp_count() < n_mp0 + k + 1:
+            await RisingEdge(dut.clk)
+        t_hdr = [x for x in packets(B_ports[0]) if x[2].header.vc == pk.VC_MP][n_mp0 + k][1]
+        samples.append(t_hdr - t_ready)
+    stop["dp"] = True
+    res["preemption_cycles"] = {"min": min(samples), "max": max(samples),
+                                "mean": round(sum(samples) / len(samples), 2),
+                                "samples": len(samples)}
+    await quiet(100)
+    dut._log.info(f"switch measurement: {res}")
+    with open(cfg["out"], "w") as f:
+        json.dump(res, f)

@@ -7,8 +7,8 @@ import time
 
 
 def main():
-    from .cli_sweep import summary, sweep
-    from .estimate import estimate_table
+    from fred.commands.sweep import summary, sweep
+    from fred.model.estimate import estimate_table
 
     import os
 

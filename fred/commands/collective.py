@@ -52,33 +52,6 @@ def fmt_bw(b: float) -> str:
     return f"{b / 1e9:.1f} GB/s"
 
 
-def parse_group(text, npus: int) -> list[int]:
-    """"0-19", "0,4,8", "0-3,8-11" or "all" -> NPU ids; ValueError naming a bad or out-of-range id."""
-    s = str(text).strip().lower()
-    if s in ("all", "*", ""):
-        return list(range(npus))
-    out = []
-    for part in s.split(","):
-        part = part.strip()
-        m = re.fullmatch(r"(\d+)\s*-\s*(\d+)", part)
-        if m:
-            a, b = int(m.group(1)), int(m.group(2))
-            if b < a:
-                raise ValueError(f"bad NPU range {part!r} in group {text!r}")
-            ids = range(a, b + 1)
-        elif re.fullmatch(r"\d+", part):
-            ids = [int(part)]
-        else:
-            raise ValueError(f"bad group {text!r}: cannot parse {part!r}; expected e.g. 0-19 or 0,4,8")
-        for i in ids:
-            if i >= npus:
-                raise ValueError(f"NPU {i} in group {text!r} outside the topology (NPUs 0..{npus - 1})")
-            out.append(i)
-    if len(set(out)) != len(out):
-        raise ValueError(f"group {text!r} names an NPU twice")
-    return out
-
-
 def _fmt_group(g) -> str:
     g = list(g)
     if len(g) > 1 and g == list(range(g[0], g[-1] + 1)):
@@ -110,9 +83,9 @@ def add_arguments(p):
 
 
 def _topologies(args):
-    from .network_yaml import load_topology
-    from .params import FABRICS, canonical_fabric
-    from .topology import build_fabric
+    from fred.model.network_yaml import load_topology
+    from fred.model.params import FABRICS, canonical_fabric
+    from fred.model.topology import build_fabric
 
     if args.network:
         return [load_topology(args.network, args.gb_bytes)]
@@ -124,7 +97,7 @@ def _topologies(args):
 
 
 def _groups(args, topo):
-    from .parallel_groups import format_strategy, groups, parse_strategy
+    from fred.model.parallel_groups import format_strategy, groups, parse_group, parse_strategy
 
     if args.strategy:
         if args.group:
@@ -141,7 +114,7 @@ def _groups(args, topo):
 
 
 def run(args):
-    from .collectives import canonical_algorithm, canonical_op, collective_time
+    from fred.model.collectives import canonical_algorithm, canonical_op, collective_time
 
     op = canonical_op(args.op)
     nbytes = parse_size(args.size)
@@ -150,7 +123,8 @@ def run(args):
         raise ValueError(f"--chunks must be >= 1, got {args.chunks}")
     timing = None
     if args.timing:
-        from .timing import load_timing, switch_timing
+        from fred.contract.timing import load_timing
+        from fred.model.timing import switch_timing
 
         timing = switch_timing(load_timing(None if args.timing == "default" else args.timing))
     rows = []

@@ -10,7 +10,7 @@ PAPER_SWEEP = {"transformer-17b": (4.22, 1.63), "transformer-1t": (3.92, 1.44)}
 
 
 def add_arguments(p):
-    from .cli_estimate import add_hardware_arguments
+    from fred.commands.estimate import add_hardware_arguments
 
     p.add_argument("--workload", "-w", default="transformer-17b", metavar="NAME", help="workload (default transformer-17b)")
     p.add_argument("--fabric", "-f", action="append", metavar="NAME", help="fabrics (default mesh and fred-d)")
@@ -28,10 +28,10 @@ def sweep(workload="transformer-17b", fabrics=("mesh", "fred-d"), rule=40, *, pa
     ``error`` when the strategy does not fit in HBM)."""
     from fred import FredError
 
-    from .estimate import estimate, resolve_fabrics
-    from .parallel_groups import all_strategies, format_strategy
-    from .params import default_params
-    from .workload import load_workload, sweep_microbatches
+    from fred.model.estimate import estimate, resolve_fabrics
+    from fred.model.parallel_groups import all_strategies, format_strategy
+    from fred.model.params import default_params
+    from fred.model.workload import load_workload, sweep_microbatches
 
     if rule not in (16, 40):
         raise FredError(f"minibatch rule must be 16 or 40 (DP x N), got {rule!r}")
@@ -97,7 +97,7 @@ def summary(results, fabric="fred-d"):
 
 
 def format_sweep(results, summ, timing_source, workload, rule) -> str:
-    from .params import variant
+    from fred.model.params import variant
 
     lines = [f"switch timing: {timing_source}",
              f"{workload}: every MP x DP x PP = 20 strategy, minibatch = DP x {rule}; times per sample in microseconds"]
@@ -131,7 +131,7 @@ def format_sweep(results, summ, timing_source, workload, rule) -> str:
 def run(args):
     import json
 
-    from .cli_estimate import hardware_from_args
+    from fred.commands.estimate import hardware_from_args
 
     params, npu, gran = hardware_from_args(args)
     res = sweep(args.workload, args.fabric or ("mesh", "fred-d"), args.rule, params=params, npu=npu, mode=args.mode,
@@ -142,7 +142,7 @@ def run(args):
     source = ok[0].timing_source if ok else params.switch.source
     wname = ok[0].workload if ok else args.workload
     if args.plot:
-        from .plots import plot_sweep
+        from fred.model.plots import plot_sweep
         plot_sweep(res, args.plot, title=f"{wname}, minibatch = DP x {args.rule}; switch timing: {source}")
     if args.json:
         print(json.dumps({"switch_timing_source": source, "workload": wname, "rule": args.rule, "summary": summ,

@@ -39,9 +39,9 @@ def _available():
 
 
 def add_arguments(parser):
-    from fred.cli import _Parser
+    from fred.cli import Parser
 
-    sub = parser.add_subparsers(dest="target", metavar="TARGET", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="target", metavar="TARGET", parser_class=Parser)
     sub.required = True
     for target, (mod, help_) in _available().items():
         p = sub.add_parser(target, help=help_, description=help_)
@@ -54,7 +54,7 @@ def add_arguments(parser):
 def run(args):
     from pathlib import Path
 
-    from .verilog import emit
+    from fred.hdl.verilog import emit
 
     design, name = args._target_module.verilog_build(args, args.target)
     text = design if isinstance(design, str) else emit(design, name)

@@ -33,6 +33,9 @@ from cocotb.triggers import RisingEdge
 
 from fred.sim.streams import PauseGenerator, StreamDriver, StreamMonitor, pack_lanes, \
     start, unpack_lanes, watchdog
+from fred.hdl.crossbar import Crossbar, crossbar_config, tree_order
+from fred.hdl.dtypes import get_dtype
+from fred.hdl.verilog import emit
 from fred.sim.toolchain import bench_config, bench_seed
 
 __all__ = ["golden_crossbar", "measure_crossbar", "default_flows", "main"]
@@ -45,8 +48,6 @@ def golden_crossbar(dtype, ports, variant, ips, beats_by_port):
 
     ``beats_by_port[k]`` is an ``(n, lanes)`` array of input k's beats.
     """
-    from fred.hdl.crossbar import tree_order
-    from fred.hdl.dtypes import get_dtype
     from fred.sim.golden_elem import add
 
     t = get_dtype(dtype)
@@ -90,8 +91,6 @@ def default_flows(kind: str, ports: int):
 @cocotb.test()
 async def crossbar_flows(dut):
     cfg = bench_config()
-    from fred.hdl.crossbar import crossbar_config
-    from fred.hdl.dtypes import get_dtype
     from fred.sim.golden_elem import random_operands
 
     P, lanes, dtype, variant = cfg["ports"], cfg["lanes"], cfg["dtype"], cfg["variant"]
@@ -174,8 +173,6 @@ def measure_crossbar(ports: int, variant: str, flows, *, lanes: int = 4, dtype: 
     import tempfile
     from pathlib import Path
 
-    from fred.hdl.crossbar import Crossbar, crossbar_config
-    from fred.hdl.verilog import emit
     from fred.sim.toolchain import run_bench
 
     crossbar_config(ports, flows)  # validate before building anything
@@ -186,7 +183,7 @@ def measure_crossbar(ports: int, variant: str, flows, *, lanes: int = 4, dtype: 
         cfg = {"ports": ports, "lanes": lanes, "dtype": dtype, "variant": variant,
                "flows": [[list(a), list(b)] for a, b in flows], "beats": beats,
                "idle": idle, "stall": stall, "out": str(out), "corrupt": corrupt}
-        run_bench(verilog=verilog, toplevel=top, test_module="fred.sim.bench_crossbar",
+        run_bench(verilog=verilog, toplevel=top, test_module="fred.sim.tb_crossbar",
                   tag=f"{top}-l{lanes}-{dtype}", config=cfg, seed=seed)
         return json.loads(out.read_text())
 

@@ -1,7 +1,7 @@
 """cocotb scenario: a DP phase and an MP phase overlapping on one FRED switch (model vs RTL).
 
 Run through :func:`fred.sim.measure_overlap.measure_overlap` (testcase ``switch_overlap``); the
-flow model's prediction of the same scenario is :func:`fred.sim.measure_overlap.model_overlap`.
+flow model's prediction of the same scenario is :func:`fred.benchmarks.overlap.model_overlap`.
 
 Phase table (:func:`overlap_phases`): phase 0 = DP all-reduce over ports {0, 1}
 (``Flow({0, 1}, {0, 1})``: reduce the two inputs, multicast the sum back to both), phase 1 = MP
@@ -27,7 +27,7 @@ packets at port 0 (cycles with no DP flit, 0 = back to back); ``mp_first`` = fir
 out - last input flit of the first MP round (the preemption latency when DP holds the fabric);
 ``rounds`` = ``[cycle - t_dp, vc name, phase]`` of every round start. Every output packet is
 checked bit-exactly against :class:`fred.sim.golden_switch.SwitchModel`; the strict-priority
-check of :class:`fred.sim.bench_switch.Bench` applies. Results go to ``cfg["out"]`` as JSON.
+check of :class:`fred.sim.tb_switch.Bench` applies. Results go to ``cfg["out"]`` as JSON.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ import random
 import cocotb
 from cocotb.triggers import RisingEdge
 
-from fred.hdl import packet as pk
+from fred.contract import packet as pk
 from fred.hdl.flows import Flow
-from fred.sim.bench_switch import Bench
+from fred.sim.tb_switch import Bench
 from fred.sim.golden_switch import Offered, SwitchModel, phases_from_json
 from fred.sim.streams import start, watchdog
 from fred.sim.toolchain import bench_config
@@ -199,9 +199,3 @@ async def switch_overlap(dut):
     if cfg.get("out"):
         with open(cfg["out"], "w") as f:
             json.dump(results, f)
-
-
-def main():
-    """Benchmark entry (``python -m fred.bench overlap``): model vs RTL, overlapping phases."""
-    from fred.sim.measure_overlap import main as _main
-    return _main()

@@ -1,0 +1,269 @@
+"""Timing files: the measured link from the RTL to the system model (the whole contract).
+
+A timing file is the JSON document :func:`fred.sim.characterize.characterize` measures and
+:func:`write_timing` writes (``fred characterize -o FILE``; schema in docs/characterization.md).
+This module holds all of the contract: the schema (:data:`KIND`, :data:`SCHEMA_VERSION`,
+:func:`validate_timing`), the summary the model uses (:func:`summarize`), the writer
+(:func:`write_timing`), the reader (:func:`load_timing`) and the embedded default
+(``contract/data/timing-default.json``, package data of :mod:`fred.contract`: a characterization
+of the default configuration produced by the same code and checked against the RTL by
+tests/test_characterize.py). The model never types switch figures in: it loads a timing file and
+turns it into its switch parameters (:func:`fred.model.timing.switch_timing`).
+
+Every problem with a file (missing, not JSON, wrong schema version, missing or ill-typed field)
+raises :class:`TimingFileError` with one line naming the file and the problem and saying how to
+regenerate it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from fred import FredError
+
+__all__ = ["SCHEMA_VERSION", "KIND", "DEFAULT_NAME", "TimingFile", "TimingFileError", "load_timing",
+           "validate_timing", "summarize", "write_timing", "default_timing_path", "FLOW_KINDS"]
+
+#: the schema this module reads and writes
+SCHEMA_VERSION = 1
+#: file kind marker
+KIND = "fred-timing"
+#: the embedded default, inside package ``fred.contract`` (contract/data/)
+DEFAULT_NAME = "timing-default.json"
+#: the flow kinds characterized
+FLOW_KINDS = ("all-reduce", "reduce", "multicast", "unicast")
+
+
+class TimingFileError(FredError, ValueError):
+    """A timing file that cannot be used (one-line message with the fix)."""
+
+
+def _fix(path) -> str:
+    if path and str(path).startswith("<embedded"):
+        target = f"contract/data/{DEFAULT_NAME}"
+    else:
+        target = path if path and not str(path).startswith("<") else "FILE"
+    return f"regenerate it with `fred characterize -o {target}`"
+
+
+def default_timing_path():
+    """A path-like to the embedded default timing file (``importlib.resources``)."""
+    from importlib.resources import files
+
+    return files("fred.contract") / "data" / DEFAULT_NAME
+
+
+@dataclass(frozen=True)
+class TimingFile:
+    """A validated timing file.
+
+    ``path``: where it was read from (``"<embedded default>"`` style name for the package copy);
+    ``data``: the whole JSON document; ``embedded``: True for the package default.
+    """
+
+    path: str
+    data: dict
+    embedded: bool = False
+
+    @property
+    def schema_version(self) -> int:
+        return self.data["schema_version"]
+
+    @property
+    def summary(self) -> dict:
+        return self.data["summary"]
+
+    @property
+    def latency_cycles(self) -> float:
+        """Switch traversal latency in cycles (the value the model uses)."""
+        return float(self.summary["switch_latency_cycles"])
+
+    @property
+    def beats_per_cycle_per_port(self) -> float:
+        """In-switch collective throughput per port, beats per cycle (the value the model uses)."""
+        return float(self.summary["beats_per_cycle_per_port"])
+
+    @property
+    def revision(self) -> str:
+        src = self.data["source"]
+        return src["revision"] + ("+dirty" if src.get("dirty") else "")
+
+    @property
+    def rtl(self) -> dict:
+        return self.data["rtl"]
+
+    @property
+    def fabrics(self) -> dict:
+        return self.data["fabrics"]
+
+    def describe(self) -> str:
+        """One line for model outputs: which file, which RTL, which figures."""
+        r = self.rtl
+        src = self.data["source"]
+        rev = src["revision"][:12] + ("+dirty" if src.get("dirty") else "")
+        return (f"{self.path} (schema {self.schema_version}, rev {rev}, "
+                f"{r['dtype']} x {r['lanes']} lanes: {self.latency_cycles:g} cycles, "
+                f"{self.beats_per_cycle_per_port:g} beats/cycle/port)")
+
+
+def _need(d, key, types, where, path):
+    if not isinstance(d, dict) or key not in d:
+        raise TimingFileError(f"timing file {path}: missing field {where}{key}; {_fix(path)}")
+    v = d[key]
+    if types is not None and (not isinstance(v, types) or isinstance(v, bool) and bool not in
+                              (types if isinstance(types, tuple) else (types,))):
+        raise TimingFileError(f"timing file {path}: field {where}{key} = {v!r:.40} has the wrong "
+                              f"type; {_fix(path)}")
+    return v
+
+
+def _num(d, key, where, path, positive=False, allow_none=False):
+    if allow_none and isinstance(d, dict) and d.get(key, 0) is None:
+        return None
+    v = _need(d, key, (int, float), where, path)
+    if not math.isfinite(v) or v < 0 or (positive and v <= 0):
+        raise TimingFileError(f"timing file {path}: field {where}{key} = {v!r} must be "
+                              f"{'> 0' if positive else '>= 0'} and finite; {_fix(path)}")
+    return v
+
+
+def validate_timing(doc, path="<timing>") -> dict:
+    """Check ``doc`` (a parsed timing file) against schema :data:`SCHEMA_VERSION`; return it."""
+    if not isinstance(doc, dict):
+        raise TimingFileError(f"timing file {path}: not a JSON object; {_fix(path)}")
+    if doc.get("kind") != KIND:
+        raise TimingFileError(f"timing file {path}: not a FRED timing file (kind "
+                              f"{doc.get('kind')!r}, expected {KIND!r}); {_fix(path)}")
+    ver = doc.get("schema_version")
+    if ver != SCHEMA_VERSION:
+        raise TimingFileError(f"timing file {path}: schema version {ver!r}, this fred reads "
+                              f"version {SCHEMA_VERSION}; {_fix(path)}")
+    src = _need(doc, "source", dict, "", path)
+    _need(src, "revision", str, "source.", path)
+    _need(src, "dirty", bool, "source.", path)
+    _need(doc, "tools", dict, "", path)
+    _need(doc, "seed", int, "", path)
+    rtl = _need(doc, "rtl", dict, "", path)
+    _need(rtl, "dtype", str, "rtl.", path)
+    _num(rtl, "lanes", "rtl.", path, positive=True)
+    _num(rtl, "middle", "rtl.", path, positive=True)
+    _need(doc, "cells", dict, "", path)
+    fabrics = _need(doc, "fabrics", dict, "", path)
+    for name, fab in fabrics.items():
+        w = f"fabrics.{name}."
+        _num(fab, "ports", w, path, positive=True)
+        for section in ("latency_cycles", "beats_per_cycle_per_port"):
+            sec = _need(fab, section, dict, w, path)
+            for kind in FLOW_KINDS:
+                _num(sec, kind, f"{w}{section}.", path, allow_none=True)
+    summ = _need(doc, "summary", dict, "", path)
+    _num(summ, "switch_latency_cycles", "summary.", path, positive=True)
+    bpc = _num(summ, "beats_per_cycle_per_port", "summary.", path, positive=True)
+    if bpc > 1.0 + 1e-9:
+        raise TimingFileError(f"timing file {path}: summary.beats_per_cycle_per_port = {bpc} "
+                              f"exceeds 1 beat per cycle; {_fix(path)}")
+    _need(summ, "chiplets", list, "summary.", path)
+    return doc
+
+
+def load_timing(path=None) -> TimingFile:
+    """Load and validate a timing file; ``None`` = the embedded default."""
+    if path is None:
+        res = default_timing_path()
+        name = f"<embedded default fred/contract/data/{DEFAULT_NAME}>"
+        try:
+            text = res.read_text()
+        except (FileNotFoundError, OSError):
+            raise TimingFileError(f"timing file {name}: missing from the installed package; "
+                                  f"{_fix(name)}") from None
+        embedded = True
+    else:
+        name = str(path)
+        p = Path(path)
+        if not p.exists():
+            raise TimingFileError(f"timing file {name}: no such file; {_fix(name)}")
+        if p.is_dir():
+            raise TimingFileError(f"timing file {name}: is a directory; {_fix(name)}")
+        try:
+            text = p.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TimingFileError(f"timing file {name}: unreadable ({type(exc).__name__}); "
+                                  f"{_fix(name)}") from None
+        embedded = False
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise TimingFileError(f"timing file {name}: corrupt JSON (line {getattr(exc, 'lineno', '?')}); "
+                              f"{_fix(name)}") from None
+    validate_timing(doc, name)
+    return TimingFile(path=name, data=doc, embedded=embedded)
+
+
+def summarize(doc: dict) -> dict:
+    """The figures the model uses, from the chiplet (and switch) measurements.
+
+    * ``fabric_latency_cycles``: the worst traversal latency of a chiplet fabric over chiplets
+      and flow kinds (a logical switch traversal crosses one chiplet fabric);
+    * ``switch_overhead_cycles``: what the switch adds around its fabric on the path of the
+      first data flit (input buffer, header decode, configuration, output), measured by
+      measure_switch: ``first_data_cycles.same_config - params.fabric_latency``; 0 when the
+      switch was not measured;
+    * ``switch_latency_cycles`` = fabric + overhead: the traversal latency the model charges;
+    * ``beats_per_cycle_per_port``: the lowest zero-back-pressure throughput per port over
+      chiplets and flow kinds (the rate an in-switch collective is capped at, x link bandwidth);
+    * ``phase_switch_cycles``, ``preemption_cycles_max``, ``activation_cycles`` (an idle
+      switch's activation of a new configuration, the part of a preemption every phase pays):
+      from measure_switch (None without).
+    """
+    fabs = doc["fabrics"]
+    lat = [v for f in fabs.values() for v in f["latency_cycles"].values() if v is not None]
+    thr = [v for f in fabs.values() for v in f["beats_per_cycle_per_port"].values() if v is not None]
+    if not lat or not thr:
+        raise ValueError("no fabric figures to summarize")
+    sw = doc.get("switch") or {}
+    overhead, phase, preempt, activation = 0, None, None, None
+    try:
+        overhead = max(0, int(sw["first_data_cycles"]["same_config"])
+                       - int(sw["params"]["fabric_latency"]))
+        phase = sw.get("phase_switch_cycles")
+        preempt = (sw.get("preemption_cycles") or {}).get("max")
+        activation = (sw.get("activation_cycles") or {}).get("new_config")
+    except (KeyError, TypeError, ValueError):
+        overhead = 0
+    return {
+        "chiplets": sorted(fabs),
+        "fabric_latency_cycles": max(lat),
+        "switch_overhead_cycles": overhead,
+        "switch_latency_cycles": max(lat) + overhead,
+        "beats_per_cycle_per_port": min(thr),
+        "phase_switch_cycles": phase,
+        "preemption_cycles_max": preempt,
+        "activation_cycles": activation,
+        "rule": "switch_latency_cycles = max chiplet fabric latency over chiplets and flow kinds "
+                "+ switch overhead (measure_switch first data flit minus its fabric latency); "
+                "beats_per_cycle_per_port = min over chiplets and flow kinds",
+    }
+
+
+def write_timing(doc: dict, path) -> Path:
+    """Validate ``doc`` and write it as JSON (atomically) to ``path``; return the path."""
+    validate_timing(doc, str(path))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True, default=_jsonable) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def _jsonable(o):
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    if hasattr(o, "item"):
+        return o.item()
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    return str(o)

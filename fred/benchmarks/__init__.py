@@ -1,0 +1,1 @@
+"""Benchmarks of the system model (``make bench``; registered in :mod:`fred.bench`)."""

@@ -1,0 +1,205 @@
+"""The layers import one way: hdl -> contract, sim -> hdl + contract, model -> contract, and only
+the CLI layer (fred.cli, fred.commands, fred.benchmarks, fred.bench, fred.run) imports everything.
+
+Every ``import`` statement of every module is parsed (function-local ones included, so a lazy
+import cannot hide an edge); cross-package imports outside the CLI layer must stand at module top
+level, where a reader and a dependency tool see them; no two packages import each other; and
+inside a package the module graph has no circle.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: source folder -> package
+PACKAGES = {"contract": "fred.contract", "hdl": "fred.hdl", "sim": "fred.sim", "model": "fred.model",
+            "fred": "fred"}
+#: layer -> the layers it may import (besides itself and the ``fred`` root, which holds only
+#: ``__version__`` and ``FredError``)
+ALLOWED = {
+    "contract": set(),
+    "hdl": {"contract"},
+    "sim": {"hdl", "contract"},
+    "model": {"contract"},
+    "cli": {"contract", "hdl", "sim", "model"},
+}
+
+
+def _modules():
+    out = {}
+    for folder, pkg in PACKAGES.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT / folder).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            name = ".".join([pkg, *parts])
+            out[name] = (path, path.name == "__init__.py")
+    return out
+
+
+MODULES = _modules()
+
+
+def layer(modname: str) -> str | None:
+    """The layer of a ``fred`` module name (None: not ours, or the ``fred`` root)."""
+    parts = modname.split(".")
+    if parts[0] != "fred" or len(parts) == 1:
+        return None
+    sub = parts[1]
+    if sub in ("hdl", "sim", "model", "contract"):
+        return sub
+    return "cli"
+
+
+def _imports(name):
+    """(imported module, line, at top level) for every import in module ``name``."""
+    path, is_pkg = MODULES[name]
+    tree = ast.parse(path.read_text(), str(path))
+    top = set(id(n) for n in tree.body)
+    pkg_parts = name.split(".") if is_pkg else name.split(".")[:-1]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                found.append((a.name, node.lineno, id(node) in top))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg_parts[:len(pkg_parts) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            targets = [mod]
+            # "from fred.model import params" imports the module fred.model.params
+            targets += [f"{mod}.{a.name}" for a in node.names if f"{mod}.{a.name}" in MODULES]
+            for t in targets:
+                found.append((t, node.lineno, id(node) in top))
+    return [(t, line, at_top) for t, line, at_top in found if t.split(".")[0] == "fred"]
+
+
+EDGES = {name: _imports(name) for name in MODULES}
+
+
+def test_every_package_is_seen():
+    for pkg in ("fred.hdl.cells", "fred.sim.toolchain", "fred.model.flowsim", "fred.contract.timing",
+                "fred.cli", "fred.commands.estimate"):
+        assert pkg in MODULES
+
+
+def test_import_directions():
+    bad = []
+    for name, edges in EDGES.items():
+        src = layer(name)
+        if src is None:
+            bad += [f"{name}:{line} imports {t} (the fred root imports nothing)" for t, line, _ in edges]
+            continue
+        for target, line, _ in edges:
+            dst = layer(target)
+            if dst is None or dst == src:
+                continue
+            if dst not in ALLOWED[src]:
+                bad.append(f"{MODULES[name][0].relative_to(ROOT)}:{line}: {src} imports {target} ({dst})")
+    assert not bad, "forbidden import direction:\n" + "\n".join(bad)
+
+
+def test_cross_package_imports_at_top_level():
+    bad = []
+    for name, edges in EDGES.items():
+        src = layer(name)
+        if src in (None, "cli"):
+            continue   # the CLI imports lazily on purpose: `fred --help` must start fast
+        for target, line, at_top in edges:
+            dst = layer(target)
+            if dst not in (None, src) and not at_top:
+                bad.append(f"{MODULES[name][0].relative_to(ROOT)}:{line}: {target}")
+    assert not bad, "cross-package import hidden inside a function:\n" + "\n".join(bad)
+
+
+def _cycles(nodes, edges):
+    """Strongly connected components with more than one node (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _module_graph():
+    g = {}
+    for name, edges in EDGES.items():
+        g[name] = sorted({t for t, _, _ in edges if t in MODULES and t != name
+                          and not name.startswith(t + ".")})  # a module's own package __init__
+    return g
+
+
+def test_no_circle_between_layers():
+    g = {}
+    for name, targets in _module_graph().items():
+        a = layer(name)
+        for t in targets:
+            b = layer(t)
+            if a and b and a != b:
+                g.setdefault(a, set()).add(b)
+    assert _cycles(set(g) | {x for v in g.values() for x in v}, g) == []
+
+
+#: module circles that still exist inside a layer (issue 15 removes them); this list must shrink
+#: to empty: a circle that is not listed fails, and so does a listed one that no longer exists
+KNOWN_CIRCLES = [
+    ["fred.model.collectives", "fred.model.flowsim"],
+    ["fred.model.network_yaml", "fred.model.topology"],
+    ["fred.model.packets", "fred.model.params", "fred.model.timing"],
+]
+
+
+def test_no_new_circle_inside_a_layer():
+    found = _cycles(set(MODULES), _module_graph())
+    found = [c for c in found if all(layer(x) != "cli" for x in c)]
+    assert sorted(found) == sorted(KNOWN_CIRCLES), f"module circles: {found}"
+
+
+@pytest.mark.parametrize("pkg, forbidden", [
+    ("fred.contract", ("fred.hdl", "fred.sim", "fred.model", "amaranth", "cocotb")),
+    ("fred.hdl", ("fred.sim", "fred.model", "cocotb")),
+    ("fred.model", ("fred.hdl", "fred.sim", "amaranth", "cocotb")),
+])
+def test_layer_imports_alone(pkg, forbidden):
+    """Importing every module of a layer loads nothing of the layers it must not depend on."""
+    mods = [n for n in MODULES if n == pkg or n.startswith(pkg + ".")]
+    code = ("import importlib, sys\n"
+            f"for m in {mods!r}:\n    importlib.import_module(m)\n"
+            f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {forbidden!r} "
+            f"or any(m == f or m.startswith(f + '.') for f in {forbidden!r}))\n"
+            "print(' '.join(bad))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT / "tests")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "", f"{pkg} loaded {r.stdout.strip()}"
