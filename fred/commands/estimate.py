@@ -91,7 +91,7 @@ def add_arguments(p):
                    help="workload(s): resnet-152, transformer-17b, gpt3-175b, transformer-1t (repeat or comma-separate; default all)")
     p.add_argument("--fabric", "-f", action="append", metavar="NAME",
                    help="fabric(s): mesh, fred-a, fred-b, fred-c, fred-d (default all; the mesh is always simulated as the reference)")
-    p.add_argument("--strategy", "-s", metavar="MP(a)-DP(b)-PP(c)", help="parallelization (default: each workload's headline strategy)")
+    p.add_argument("--strategy", "-s", metavar="MP(a)-DP(b)-PP(c)", help="parallelization (default: each workload's headline strategy; with --trace, derived from the trace's header)")
     p.add_argument("--microbatches", "-m", type=int, metavar="N", help="microbatches per iteration (default: the workload's)")
     p.add_argument("--samples", type=float, metavar="N",
                    help="samples per DP replica, i.e. minibatch = DP x N (default 16)")
@@ -99,6 +99,14 @@ def add_arguments(p):
     add_hardware_arguments(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--plot", metavar="FILE.png", help="draw the stacked breakdown normalised to the mesh (paper Fig. 10)")
+    t = p.add_argument_group("ASTRA-sim 1.x text traces (compute from the trace, communication simulated; "
+                             "see docs/training.md)")
+    t.add_argument("--trace", action="append", metavar="FILE",
+                   help="run this trace instead of the built-in workloads (repeat for several)")
+    t.add_argument("--trace-clock-ghz", type=float, metavar="GHZ", default=None,
+                   help="clock of the trace's cycle counts (default 1)")
+    t.add_argument("--trace-header", metavar="TEXT", default=None,
+                   help="header line for trace files without one, e.g. 'HYBRID_TRANSFORMER model_parallel_NPU_group: 4'")
 
 
 def _fmt_ms(x):
@@ -126,11 +134,77 @@ def format_table(rows, timing_source) -> str:
     return "\n".join(out)
 
 
+#: options of the built-in workloads and of the roofline NPU, which a trace replaces
+_NOT_FOR_TRACES = (("workload", "--workload"), ("microbatches", "--microbatches"), ("samples", "--samples"),
+                   ("mode", "--mode"), ("plot", "--plot"), ("tflops", "--tflops"), ("utilisation", "--utilisation"),
+                   ("hbm_bw", "--hbm-bw"), ("hbm_gb", "--hbm-gb"), ("granularity", "--granularity"),
+                   ("stream_steps", "--stream-steps"))
+
+
+def format_trace_table(rows, timing_source) -> str:
+    from fred.model.params import variant
+
+    out = [f"switch timing: {timing_source}"]
+    seen = []
+    for e in rows:
+        if e.trace not in seen:
+            seen.append(e.trace)
+            out.append(f"trace: {e.trace} -- {e.header} (header {'given' if e.header_source == 'given' else 'from the file'}), "
+                       f"{e.layers} layers, compute clock {e.clock_ghz:g} GHz, placement {e.placement}")
+    out.append("times in ms per iteration; compute from the trace; exposed communication on the critical path; "
+               "speedup = mesh / fabric")
+    w = max([len("trace")] + [len(e.workload) for e in rows])
+    hdr = (f"{'trace':{w}} {'fabric':7} {'strategy':18} {'iter':>10} {'compute':>10} {'MP':>10} {'DP':>10}"
+           f" {'speedup':>8}")
+    out.append(hdr)
+    out.append("-" * len(hdr))
+    for e in rows:
+        sp = f"{e.speedup:8.3f}" if e.speedup is not None else f"{'':8}"
+        out.append(f"{e.workload:{w}} {variant(e.fabric).display:7} {e.strategy:18} {_fmt_ms(e.iteration_time)} "
+                   f"{_fmt_ms(e.compute_time)} {_fmt_ms(e.exposed['mp'])} {_fmt_ms(e.exposed['dp'])} {sp}")
+    for n in sorted({f"{e.workload}: {n}" for e in rows for n in e.notes}):
+        out.append(f"note: {n}")
+    return "\n".join(out)
+
+
+def _run_trace(args):
+    import json
+
+    from fred import FredError
+    from fred.model.trace_estimate import DEFAULT_CLOCK_GHZ, trace_table
+
+    for attr, opt in _NOT_FOR_TRACES:
+        if getattr(args, attr, None) not in (None, False):
+            raise FredError(f"{opt} does not apply to --trace (the trace gives the layers and their compute times; "
+                            "--trace-clock-ghz sets its clock)")
+    params, _, _ = hardware_from_args(args)
+    clock = DEFAULT_CLOCK_GHZ if args.trace_clock_ghz is None else args.trace_clock_ghz
+    rows = trace_table(args.trace, args.fabric, args.strategy, clock, header=args.trace_header, params=params)
+    source = rows[0].timing_source if rows else params.switch.source
+    if args.json:
+        traces = []
+        for e in rows:
+            if all(t["path"] != e.trace for t in traces):
+                traces.append({"path": e.trace, "kind": e.kind, "header": e.header, "header_source": e.header_source,
+                               "layers": e.layers, "strategy": e.strategy, "placement": e.placement})
+        print(json.dumps({"kind": "fred-estimate-trace", "switch_timing_source": source, "trace_clock_ghz": clock,
+                          "time_unit": "s", "traces": traces, "rows": [e.to_dict() for e in rows]}, indent=2))
+    else:
+        print(format_trace_table(rows, source))
+    return 0
+
+
 def run(args):
     import json
 
+    from fred import FredError
     from fred.model.estimate import estimate_table
 
+    if getattr(args, "trace", None):
+        return _run_trace(args)
+    for attr, opt in (("trace_clock_ghz", "--trace-clock-ghz"), ("trace_header", "--trace-header")):
+        if getattr(args, attr, None) is not None:
+            raise FredError(f"{opt} needs --trace FILE")
     params, npu, gran = hardware_from_args(args)
     kw = dict(params=params, npu=npu, microbatches=args.microbatches, samples_per_replica=args.samples, mode=args.mode)
     kw.update(gran)
