@@ -302,10 +302,9 @@ def parse_trace(text: str, *, name="<trace>", header=None) -> Trace:
         body = lines[2:]
     layers = tuple(_layer(t, w, i) for i, t in body)
     if count is not None and count != len(layers):
-        raise w.err(count_line if isinstance(count_line, int) else count_line, "layer count",
-                    f"says {count} layers but the file has {len(layers)} layer lines")
+        raise w.err(count_line, "layer count", f"says {count} layers but the file has {len(layers)} layer lines")
     if not layers:
-        raise w.err(first_i if has_header else 1, "layer count", "the trace has no layers")
+        raise w.err(count_line, "layer count", "the trace has no layers")
     n = len(layers)
     hw = _Where(f"{w.name}: header given by the caller" if hdr.given else w.name)
     hline = "line 1" if hdr.given else first_i

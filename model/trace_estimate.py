@@ -343,7 +343,8 @@ def estimate_trace(path, fabric, strategy=None, clock_ghz=DEFAULT_CLOCK_GHZ, hea
 def trace_table(paths, fabrics=None, strategy=None, clock_ghz=DEFAULT_CLOCK_GHZ, header=None,
                 params=None) -> list[TraceEstimate]:
     """Every trace x fabric; ``speedup`` = mesh iteration time / fabric iteration time (the mesh
-    is simulated as the reference even if not listed). ``paths``: one path or a list."""
+    is simulated as the reference even if not listed). ``paths``: one path or a list; ``header``
+    (for files without one) and ``strategy`` apply to every path."""
     from .estimate import resolve_fabrics
 
     if isinstance(paths, (str, bytes)) or not hasattr(paths, "__iter__"):

@@ -301,7 +301,7 @@ BAD = [
     ("DATA\nsix\n" + GOOD, r"line 2, field layer count: 'six' is not a non-negative integer"),
     ("DATA\n2 3\n" + GOOD, r"line 2, field layer count: expected one integer"),
     ("DATA\n2\n" + GOOD + "\n", r"line 2, field layer count: says 2 layers but the file has 1 layer lines"),
-    ("DATA\n0\n", r"line 1, field layer count: the trace has no layers"),
+    ("DATA\n0\n", r"line 2, field layer count: the trace has no layers"),
     ("DATA\n1\n" + GOOD + "\n" + GOOD, r"line 2, field layer count: says 1 layers but the file has 2"),
     ("DATA\n1\nconv1 -1 10 NONE 0 10 NONE 0 10 NONE 0",
      r"line 3, field 12 \(update delay cycles\): missing: a layer line has 12 fields, this one 11"),
