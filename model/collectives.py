@@ -536,6 +536,45 @@ def _io_order(topo, io, reduce):
     return bcast[::-1] if reduce else bcast
 
 
+def io_tree_load(topo, groups, reduce=False) -> np.ndarray:
+    """Per directed link of ``topo``: how many I/O controllers' line rates it carries when every
+    controller streams at its line rate to every group of ``groups`` along the trees of
+    ``io-broadcast`` (``reduce``: of ``io-reduce``). Each controller serves every group with an
+    equal share of its bytes, so a tree carries 1/len(groups) of one controller's rate; a link's
+    load is the sum over the trees that cross it. Needs a fabric that multicasts (the mesh, whose
+    NPU routers replicate, or a FRED tree with in-switch collectives)."""
+    if not topo.multicast:
+        raise ValueError(f"topology {topo.name!r} cannot multicast: its I/O streams are not trees")
+    if not topo.io_nodes:
+        raise ValueError(f"topology {topo.name!r} has no I/O controllers")
+    groups = _normalize_groups(topo, groups)
+    sim = Sim(topo)
+    trees = np.zeros(topo.num_links, dtype=np.int64)
+    for x in topo.io_nodes:
+        for g in groups:
+            if reduce:
+                pid = sim.path_reduce(g, x, _io_order(topo, x, True))
+            else:
+                pid = sim.path_multicast(x, g, _io_order(topo, x, False))
+            trees[sim._p_links[pid]] += 1
+    return trees / len(groups)
+
+
+def io_rate_bound(topo, groups, reduce=False) -> tuple[float, int]:
+    """(fraction of the I/O controllers' line rate that the hottest link of ``io_tree_load``
+    allows, that link's id): min(1, link bandwidth / (load x I/O bandwidth)) over the links,
+    with the I/O bandwidth read off the controllers' own links. The paper's edge-I/O argument
+    (FRED-SPEC §6): a broadcast to all 20 NPUs of the 5x4 mesh loads its hottest link with
+    2N-1 = 9 streams, 750 / (9 x 128) = 0.65."""
+    load = io_tree_load(topo, groups, reduce)
+    io_bw = min(float(topo.link_bw[l]) for l in range(topo.num_links)
+                if topo.kinds[topo.link_src[l]] == "io" or topo.kinds[topo.link_dst[l]] == "io")
+    used = np.flatnonzero(load > 0)
+    frac = topo.link_bw[used] / (load[used] * io_bw)
+    k = int(np.argmin(frac))
+    return float(min(1.0, frac[k])), int(used[k])
+
+
 def others_arr(g, rt):
     return [x for x in g if x != rt]
 
