@@ -625,7 +625,12 @@ def expand(sim: Sim, op, group, nbytes, deps=(), algorithm=None, chunks=None, la
     if len(todo) > 1 and len(set(cks)) == 1:
         flat = [m for g in groups for m in g]
         if len(flat) == len(set(flat)) and all(p for p in (t[1] for t in todo)):
-            merged = _merge_plans([t[1] for t in todo])
+            # plans are read-only once built: merge a set of groups once per simulation
+            mkey = ("merged", op, tuple(tuple(g) for g in groups), algorithm, root,
+                    None if io is None else tuple(io))
+            if mkey not in cache:
+                cache[mkey] = _merge_plans([t[1] for t in todo])
+            merged = cache[mkey]
             if merged is not None:
                 todo = [(flat, merged, cks[0])]
     for g, plan, c in todo:

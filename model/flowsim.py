@@ -214,6 +214,10 @@ def _overlap(a0, a1, b0, b1):
 
 def _gather(ptr, flat, ids):
     """Concatenate segments ``flat[ptr[i]:ptr[i+1]]`` for i in ids; also return the owner index."""
+    if ids.size == 1:                      # the common case: one task or path
+        i = int(ids[0])
+        seg = flat[ptr[i]:ptr[i + 1]]
+        return seg, np.zeros(seg.size, dtype=np.int64)
     lo = ptr[ids]
     ln = ptr[ids + 1] - lo
     tot = int(ln.sum())
@@ -435,7 +439,12 @@ class Sim:
         pred = np.asarray(pred, dtype=np.int64)
         succ = np.asarray(succ, dtype=np.int64)
         if pred.shape != succ.shape:
-            pred, succ = np.broadcast_arrays(pred, succ)
+            if succ.ndim == 0:
+                succ = np.full(pred.shape, succ, dtype=np.int64)
+            elif pred.ndim == 0:
+                pred = np.full(succ.shape, pred, dtype=np.int64)
+            else:
+                pred, succ = np.broadcast_arrays(pred, succ)
         m = pred >= 0
         if not m.all():
             pred, succ = pred[m], succ[m]
