@@ -7,7 +7,8 @@ import pytest
 from fred.model import params as P
 from fred.model.estimate import estimate
 from fred.model.flowsim import Sim
-from fred.contract.timing import load_timing, switch_timing
+from fred.contract.timing import load_timing
+from fred.model.timing import switch_timing
 from fred.model.topology import Topology, build_fabric, single_switch
 
 B = 1e9                                   # bytes/s per port

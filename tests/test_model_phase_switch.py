@@ -4,7 +4,8 @@ import pytest
 
 from fred.model import params as P
 from fred.model.collectives import collective_time
-from fred.contract.timing import load_timing, switch_timing
+from fred.contract.timing import load_timing
+from fred.model.timing import switch_timing
 from fred.model.topology import single_switch
 
 
