@@ -25,6 +25,23 @@ Inside an instance with P ports:
 
 Reductions add in0 + in1 of a cell (operand order matters only for NaN payloads, which are
 canonicalized, so a reduction tree is fixed by *which* cells add, level by level).
+
+Modes as JSON
+-------------
+:func:`mode_to_json` / :func:`mode_from_json` are the one JSON form of a mode, used by
+``fred route --json`` and by the cocotb cell bench (its runner passes the modes as JSON):
+
+==========  ===============================================  ==============================
+kind        mode                                             JSON
+==========  ===============================================  ==============================
+``R``       ``RMode(sel, reduce)``                           ``{"sel": [s0, s1], "reduce": b}``
+``D``       ``DMode(src)``                                   ``{"src": [s0, s1], "broadcast": b}``
+``RD``      ``RDMode.X``                                     ``"x"`` (lower-case name)
+``DEMUX``   ``DemuxMode(sel)``                               ``{"sel": k}``
+``MUX``     ``MuxMode(src)``                                 ``{"src": k}``
+==========  ===============================================  ==============================
+
+(``None`` is JSON ``null``; ``broadcast`` is derived from ``src`` and checked on reading.)
 """
 
 from __future__ import annotations
@@ -33,9 +50,17 @@ import enum
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
 
-__all__ = ["CellAddr", "RMode", "DMode", "RDMode", "DemuxMode", "MuxMode", "STAGES"]
+__all__ = ["CellAddr", "RMode", "DMode", "RDMode", "DemuxMode", "MuxMode", "STAGES", "KINDS",
+           "path_name", "idle_mode", "mode_str", "mode_to_json", "mode_from_json"]
 
 STAGES = ("in", "out", "rd", "demux", "mux")
+#: the cell kinds (hdl/structure.py: stage "in" is an R cell, "out" a D cell, ...)
+KINDS = ("R", "D", "RD", "DEMUX", "MUX")
+
+
+def path_name(path: tuple) -> str:
+    """Name of the instance at ``path``: ``top``, or ``mid`` + the copy indices (``mid2.0``)."""
+    return "top" if not path else "mid" + ".".join(str(k) for k in path)
 
 
 class CellAddr(NamedTuple):
@@ -46,8 +71,7 @@ class CellAddr(NamedTuple):
     index: int
 
     def __str__(self):
-        where = "top" if not self.path else "mid" + ".".join(str(k) for k in self.path)
-        return f"{where}/{self.stage}{self.index}"
+        return f"{path_name(self.path)}/{self.stage}{self.index}"
 
 
 def _check_sel(what: str, value, m: int):
@@ -154,3 +178,77 @@ class MuxMode:
     def validate(self, m: int) -> "MuxMode":
         _check_sel("mux src", self.src, m)
         return self
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers on modes: idle mode, text, JSON
+# ---------------------------------------------------------------------------------------------
+def _kind(kind) -> str:
+    k = str(kind).upper()
+    if k not in KINDS:
+        raise ValueError(f"unknown cell kind {kind!r}; known: {', '.join(KINDS)}")
+    return k
+
+
+def idle_mode(kind: str):
+    """The mode of an unused cell of ``kind`` (``R``, ``D``, ``RD``, ``DEMUX``, ``MUX``)."""
+    return {"R": RMode((None, None)), "D": DMode((None, None)), "RD": RDMode.PASS,
+            "DEMUX": DemuxMode(None), "MUX": MuxMode(None)}[_kind(kind)]
+
+
+def mode_str(mode) -> str:
+    """One line for ``fred route``, e.g. ``R reduce in0+in1 -> mid2``."""
+    def s(x):
+        return "-" if x is None else str(x)
+    if isinstance(mode, RMode):
+        if mode.reduce:
+            return f"R reduce in0+in1 -> mid{s(mode.sel[0])}"
+        return f"R in0 -> {'mid' + s(mode.sel[0]) if mode.sel[0] is not None else '-'}, in1 -> {'mid' + s(mode.sel[1]) if mode.sel[1] is not None else '-'}"
+    if isinstance(mode, DMode):
+        if mode.broadcast:
+            return f"D broadcast mid{mode.src[0]} -> out0,out1"
+        return f"D out0 <- {'mid' + s(mode.src[0]) if mode.src[0] is not None else '-'}, out1 <- {'mid' + s(mode.src[1]) if mode.src[1] is not None else '-'}"
+    if isinstance(mode, RDMode):
+        return "RD " + mode.name.lower()
+    if isinstance(mode, DemuxMode):
+        return f"demux -> {'mid' + str(mode.sel) if mode.sel is not None else '-'}"
+    if isinstance(mode, MuxMode):
+        return f"mux <- {'mid' + str(mode.src) if mode.src is not None else '-'}"
+    return repr(mode)
+
+
+def mode_to_json(mode):
+    """The JSON form of a mode (see the module docstring)."""
+    if isinstance(mode, RMode):
+        return {"sel": list(mode.sel), "reduce": bool(mode.reduce)}
+    if isinstance(mode, DMode):
+        return {"src": list(mode.src), "broadcast": mode.broadcast}
+    if isinstance(mode, RDMode):
+        return mode.name.lower()
+    if isinstance(mode, DemuxMode):
+        return {"sel": mode.sel}
+    if isinstance(mode, MuxMode):
+        return {"src": mode.src}
+    raise TypeError(f"not a cell mode: {mode!r}")
+
+
+def mode_from_json(kind: str, obj):
+    """Inverse of :func:`mode_to_json` for a cell of ``kind`` (``R``/``r``, ``D``, ``RD``,
+    ``DEMUX``, ``MUX``); one-line ``ValueError`` naming a malformed value."""
+    k = _kind(kind)
+    try:
+        if k == "RD":
+            return RDMode.parse(obj)
+        if k == "R":
+            return RMode(tuple(obj["sel"]), bool(obj["reduce"]))
+        if k == "D":
+            mode = DMode(tuple(obj["src"]))
+            if "broadcast" in obj and bool(obj["broadcast"]) != mode.broadcast:
+                raise ValueError(f"D-microswitch mode {obj!r}: broadcast does not match src")
+            return mode
+        if k == "DEMUX":
+            return DemuxMode(obj["sel"])
+        return MuxMode(obj["src"])
+    except (KeyError, TypeError):
+        raise ValueError(f"{k} cell mode {obj!r} is not valid JSON for that kind "
+                         f"(see fred.hdl.modes.mode_to_json)") from None

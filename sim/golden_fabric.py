@@ -5,6 +5,12 @@ Plain Python + numpy, no simulator import. :func:`simulate` interprets a routing
 at the flow list -- so it applies exactly the adds the hardware applies, in the same cells and
 the same order (``in0 + in1`` of each reducing cell, with :func:`fred.sim.golden_elem.add`).
 
+It is deliberately a second interpreter of the cell modes, independent of the routing compiler's
+own one (:func:`fred.hdl.routing_check.trace`): this model is the oracle that checks the
+compiler and the RTL, so it shares only the vocabulary (hdl/modes.py) and the structure
+(hdl/structure.py) with them, never the code that reads a mode -- a misreading in one then
+cannot hide in both.
+
 Data: per input port an array of bit patterns shaped ``(n_beats, lanes)`` (any unsigned/int
 dtype; results are ``np.uint32``). Output: per output port that receives data, its array. An
 input port without data is simply absent; a cell mode that reads a pin carrying no data raises

@@ -41,7 +41,7 @@ import cocotb
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from fred.hdl.cells import build_cell
-from fred.hdl.modes import DMode, RDMode, RMode
+from fred.hdl.modes import DMode, RDMode, RMode, mode_from_json, mode_to_json
 from fred.hdl.verilog import emit
 from fred.sim.golden_elem import random_operands
 from fred.sim.toolchain import bench_config, bench_seed
@@ -52,24 +52,6 @@ from fred.sim.streams import PauseGenerator, StreamDriver, StreamMonitor, pack_l
 #: (source idle probability, sink stall probability, share of a mode's beats)
 DEFAULT_PAUSES = ((0.0, 0.0, 0.45), (0.5, 0.5, 0.45), (0.2, 0.9, 0.1))
 RESULTS_FILE = "cell_results.json"
-
-
-# ---- modes <-> JSON (the runner passes modes to the bench as JSON) ---------------------------
-
-def mode_to_json(kind, mode):
-    if kind == "r":
-        return {"sel": list(mode.sel), "reduce": bool(mode.reduce)}
-    if kind == "d":
-        return {"src": list(mode.src)}
-    return RDMode.parse(mode).name
-
-
-def mode_from_json(kind, obj):
-    if kind == "r":
-        return RMode(tuple(obj["sel"]), bool(obj["reduce"]))
-    if kind == "d":
-        return DMode(tuple(obj["src"]))
-    return RDMode.parse(obj)
 
 
 def representative_modes(kind, m):
@@ -355,10 +337,12 @@ class CellReport:
 
 def regression_config(cell, modes, beats, pauses=DEFAULT_PAUSES) -> dict:
     kind = cell.kind
+    # the runner passes the modes to the bench as JSON (fred.hdl.modes.mode_to_json)
+    modes = [RDMode.parse(md) if kind == "rd" else md for md in modes]
     codes = [cell.encode(md) if kind == "rd" else cell.encode(md, cell.m) for md in modes]
     return {"kind": kind, "m": cell.m, "lanes": cell.lanes, "dtype": cell.dtype.name,
             "width": cell.width, "latency": cell.latency, "beats": int(beats),
-            "modes": [mode_to_json(kind, md) for md in modes], "codes": codes,
+            "modes": [mode_to_json(md) for md in modes], "codes": codes,
             "pauses": [list(p) for p in pauses]}
 
 

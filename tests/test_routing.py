@@ -11,9 +11,9 @@ import pytest
 from fred.cli import main as fred_main
 from fred.hdl import flows as F
 from fred.hdl.flows import Flow, Phase, expand, parse_flow, parse_ports, validate_flows
-from fred.hdl.modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode
-from fred.hdl.routing import (RoutingError, RoutingResult, _check_and_trees, _materialise, idle_mode,
-                              routable, route, route_phases)
+from fred.hdl.modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode, idle_mode
+from fred.hdl.routing import RoutingError, RoutingResult, _materialise, routable, route, route_phases
+from fred.hdl.routing_check import check_and_trees
 from fred.hdl.structure import (MAX_CELLS, Fabric, Pin, cell_counts, check_params, depth, fabric,
                                 instance_ports, stages, total_cells)
 from fred.sim.golden_fabric import (GoldenError, check_sums, random_inputs, simulate_result,
@@ -360,7 +360,7 @@ def _brute_force_routable(P, m, flows):
     for paths in itertools.product(itertools.product(range(m), repeat=D), repeat=len(flows)):
         try:
             modes, middle = _materialise(fab, list(paths), P, m, flows)
-            _check_and_trees(fab, modes, flows)
+            check_and_trees(fab, modes, flows)
         except (AssertionError, ValueError):
             continue
         return True
@@ -516,10 +516,11 @@ def test_cli_study_small(capsys):
 def test_exact_search_beyond_top_down():
     """A set the plain outer-first procedure (no re-colouring above) cannot route, but the exact
     search (which re-colours the levels above) does."""
-    from fred.hdl import routing
+    from fred.hdl import routing_search
 
     fl = validate_flows(["0,1>14", "14>11", "4,8,9,12>4,8,9,12", "2,6,11>6"], 15)
-    assert routing._top_down(15, 2, [(f.inputs, f.outputs) for f in fl], routing.FAST_BUDGET) is None
+    assert routing_search.top_down(15, 2, [(f.inputs, f.outputs) for f in fl],
+                                   routing_search.FAST_BUDGET) is None
     res = route(15, 2, fl)
     golden_check(res, random.Random(15))
 
