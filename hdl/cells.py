@@ -9,10 +9,10 @@ Ports and configuration
 -----------------------
 With ``S = stream.Signature(data.ArrayLayout(width, lanes))``:
 
-* ``RCell(m, lanes, dtype)``: ``i: In(S).array(2)``, ``o: Out(S).array(m)``,
-  ``config: In(RCell.config_layout(m))``;
-* ``DCell(m, lanes, dtype)``: ``i: In(S).array(m)``, ``o: Out(S).array(2)``,
-  ``config: In(DCell.config_layout(m))``;
+* ``RCell(middle, lanes, dtype)``: ``i: In(S).array(2)``, ``o: Out(S).array(middle)``,
+  ``config: In(RCell.config_layout(middle))``;
+* ``DCell(middle, lanes, dtype)``: ``i: In(S).array(middle)``, ``o: Out(S).array(2)``,
+  ``config: In(DCell.config_layout(middle))``;
 * ``RDCell(lanes, dtype)``: ``i: In(S).array(2)``, ``o: Out(S).array(2)``, ``config: In(3)``
   (the :class:`~fred.hdl.modes.RDMode` value).
 
@@ -66,7 +66,7 @@ Under back-pressure nothing is lost, duplicated or reordered; a datapath stalled
 holds its bubbles (no compaction), so throughput under random back-pressure is below the
 link-level maximum, never above it.
 
-Bad parameters (``m < 2``, ``lanes < 1``, an unknown element type, an unknown ``fault``, a mode
+Bad parameters (``middle < 2``, ``lanes < 1``, an unknown element type, an unknown ``fault``, a mode
 a cell does not have) raise a one-line ``ValueError`` naming the value.
 
 ``fault="corrupt-lane"`` builds a deliberately broken cell that flips bit 0 of the last lane of
@@ -236,18 +236,19 @@ class _Cell(wiring.Component):
 
 
 class RCell(_Cell):
-    """R-microswitch: 2 inputs x ``m`` outputs, optional reduction (input stage of FRED_m(P)).
+    """R-microswitch: 2 inputs x ``middle`` outputs, optional reduction (input stage of FRED_m(P)).
 
-    Ports: ``i: In(S).array(2)``, ``o: Out(S).array(m)``, ``config: In(RCell.config_layout(m))``
+    Ports: ``i: In(S).array(2)``, ``o: Out(S).array(middle)``,
+    ``config: In(RCell.config_layout(middle))``
     with ``S = stream.Signature(data.ArrayLayout(width, lanes))``.
 
     Modes (:class:`~fred.hdl.modes.RMode`): input ``i`` goes to output ``sel[i]`` (``None`` =
     input unused, its ``ready`` stays low); with ``reduce``, ``in0 + in1`` (lane-wise, the
     element type's add) goes to output ``sel[0]``. Outputs no input selects stay idle.
 
-    ``config`` layout (``config_layout(m)``, low bits first): ``sel0`` (select of input 0),
-    ``use0`` (input 0 used), ``sel1``, ``use1``, ``reduce``; the select fields are
-    ``max(1, ceil(log2 m))`` bits wide. Use :meth:`encode`.
+    ``config`` layout (``config_layout(middle)``, low bits first): ``sel0`` (select of input
+    0), ``use0`` (input 0 used), ``sel1``, ``use1``, ``reduce``; the select fields are
+    ``max(1, ceil(log2 middle))`` bits wide. Use :meth:`encode`.
 
     Latency: ``latency`` = :func:`cell_latency` (dtype) cycles in every mode (see the module
     docstring). Inputs going to different outputs are independent flows with separate
@@ -256,64 +257,65 @@ class RCell(_Cell):
 
     kind = "r"
 
-    def __init__(self, m, lanes, dtype, *, fault=None):
-        self.m = _check_int("m", m, 2)
+    def __init__(self, middle, lanes, dtype, *, fault=None):
+        self.middle = _check_int("middle", middle, 2)
         sig = stream_signature(dtype, _check_int("lanes", lanes, 1))
-        super().__init__({"i": In(sig).array(2), "o": Out(sig).array(m),
-                          "config": In(self.config_layout(m))},
+        super().__init__({"i": In(sig).array(2), "o": Out(sig).array(middle),
+                          "config": In(self.config_layout(middle))},
                          dtype=dtype, lanes=lanes, fault=fault)
 
     @staticmethod
-    def config_layout(m) -> data.StructLayout:
-        _check_int("m", m, 2)
-        w = _sel_width(m)
+    def config_layout(middle) -> data.StructLayout:
+        _check_int("middle", middle, 2)
+        w = _sel_width(middle)
         return data.StructLayout({"sel0": unsigned(w), "use0": 1, "sel1": unsigned(w),
                                   "use1": 1, "reduce": 1})
 
     @classmethod
-    def encode(cls, mode, m) -> int:
+    def encode(cls, mode, middle) -> int:
         """Validated :class:`RMode` -> the ``config`` integer."""
-        _check_int("m", m, 2)
+        _check_int("middle", middle, 2)
         if not isinstance(mode, RMode):
             raise ValueError(f"R-microswitch mode must be an RMode, got {mode!r}")
-        mode.validate(m)
+        mode.validate(middle)
         s0, s1 = mode.sel
-        return _pack(cls.config_layout(m), {
+        return _pack(cls.config_layout(middle), {
             "sel0": s0 or 0, "use0": s0 is not None, "sel1": s1 or 0, "use1": s1 is not None,
             "reduce": mode.reduce})
 
     @staticmethod
-    def all_modes(m) -> list:
-        """Every valid :class:`RMode` for ``m`` outputs (including the all-unused one)."""
-        opts = [None] + list(range(m))
+    def all_modes(middle) -> list:
+        """Every valid :class:`RMode` for ``middle`` outputs (including the all-unused one)."""
+        opts = [None] + list(range(middle))
         out = [RMode((a, b)) for a in opts for b in opts if a is None or a != b]
-        out += [RMode((k, None), reduce=True) for k in range(m)]
+        out += [RMode((k, None), reduce=True) for k in range(middle)]
         return out
 
     @property
     def verilog_name(self) -> str:
-        return f"fred_r_m{self.m}_l{self.lanes}_{self.dtype.name}"
+        return f"fred_r_m{self.middle}_l{self.lanes}_{self.dtype.name}"
 
     def elaborate(self, platform):
         m = Module()
         c = self.config
         self._two_input_core(
-            m, self.m, use_a=c.use0, use_b=c.use1, use_sum=c.reduce,
+            m, self.middle, use_a=c.use0, use_b=c.use1, use_sum=c.reduce,
             attach_of=lambda j: (c.sel0 == j, c.sel1 == j))
         return m
 
 
 class DCell(_Cell):
-    """D-microswitch: ``m`` inputs x 2 outputs, optional broadcast (output stage of FRED_m(P)).
+    """D-microswitch: ``middle`` inputs x 2 outputs, optional broadcast (output stage of FRED_m(P)).
 
-    Ports: ``i: In(S).array(m)``, ``o: Out(S).array(2)``, ``config: In(DCell.config_layout(m))``.
+    Ports: ``i: In(S).array(middle)``, ``o: Out(S).array(2)``,
+    ``config: In(DCell.config_layout(middle))``.
 
     Modes (:class:`~fred.hdl.modes.DMode`): output ``j`` takes input ``src[j]`` (``None`` =
     output idle); ``src[0] == src[1]`` is broadcast, one input copied to both outputs (a fork
     with a one-beat skid per output, see the module docstring). Inputs no output takes keep
     ``ready`` low.
 
-    ``config`` layout (``config_layout(m)``, low bits first): ``src0``, ``use0``, ``src1``,
+    ``config`` layout (``config_layout(middle)``, low bits first): ``src0``, ``use0``, ``src1``,
     ``use1``; broadcast is ``use0 & use1 & (src0 == src1)``. Use :meth:`encode`.
 
     Latency: ``latency`` = :func:`cell_latency` (dtype) cycles in every mode. No adder: both
@@ -322,40 +324,40 @@ class DCell(_Cell):
 
     kind = "d"
 
-    def __init__(self, m, lanes, dtype, *, fault=None):
-        self.m = _check_int("m", m, 2)
+    def __init__(self, middle, lanes, dtype, *, fault=None):
+        self.middle = _check_int("middle", middle, 2)
         sig = stream_signature(dtype, _check_int("lanes", lanes, 1))
-        super().__init__({"i": In(sig).array(m), "o": Out(sig).array(2),
-                          "config": In(self.config_layout(m))},
+        super().__init__({"i": In(sig).array(middle), "o": Out(sig).array(2),
+                          "config": In(self.config_layout(middle))},
                          dtype=dtype, lanes=lanes, fault=fault)
 
     @staticmethod
-    def config_layout(m) -> data.StructLayout:
-        _check_int("m", m, 2)
-        w = _sel_width(m)
+    def config_layout(middle) -> data.StructLayout:
+        _check_int("middle", middle, 2)
+        w = _sel_width(middle)
         return data.StructLayout({"src0": unsigned(w), "use0": 1, "src1": unsigned(w),
                                   "use1": 1})
 
     @classmethod
-    def encode(cls, mode, m) -> int:
+    def encode(cls, mode, middle) -> int:
         """Validated :class:`DMode` -> the ``config`` integer."""
-        _check_int("m", m, 2)
+        _check_int("middle", middle, 2)
         if not isinstance(mode, DMode):
             raise ValueError(f"D-microswitch mode must be a DMode, got {mode!r}")
-        mode.validate(m)
+        mode.validate(middle)
         s0, s1 = mode.src
-        return _pack(cls.config_layout(m), {
+        return _pack(cls.config_layout(middle), {
             "src0": s0 or 0, "use0": s0 is not None, "src1": s1 or 0, "use1": s1 is not None})
 
     @staticmethod
-    def all_modes(m) -> list:
-        """Every valid :class:`DMode` for ``m`` inputs (including the all-idle one)."""
-        opts = [None] + list(range(m))
+    def all_modes(middle) -> list:
+        """Every valid :class:`DMode` for ``middle`` inputs (including the all-idle one)."""
+        opts = [None] + list(range(middle))
         return [DMode((a, b)) for a in opts for b in opts]
 
     @property
     def verilog_name(self) -> str:
-        return f"fred_d_m{self.m}_l{self.lanes}_{self.dtype.name}"
+        return f"fred_d_m{self.middle}_l{self.lanes}_{self.dtype.name}"
 
     def elaborate(self, platform):
         mod = Module()
@@ -371,13 +373,13 @@ class DCell(_Cell):
             v = Signal(name=f"{name}_in_valid")
             p = Signal(W, name=f"{name}_in_payload")
             vexpr, pexpr = Const(0, 1), Const(0, W)
-            for k in reversed(range(self.m)):
+            for k in reversed(range(self.middle)):
                 hit = srcs[d] == k
                 vexpr = Mux(hit, self.i[k].valid, vexpr)
                 pexpr = Mux(hit, self.i[k].payload.as_value(), pexpr)
             mod.d.comb += [v.eq(uses[d] & vexpr), p.eq(pexpr)]
             paths.append(self._datapath(mod, name, en[d], v, p))
-        for k in range(self.m):
+        for k in range(self.middle):
             mod.d.comb += self.i[k].ready.eq(
                 (uses[0] & (srcs[0] == k) & en[0]) | (uses[1] & (srcs[1] == k) & en[1]))
         attach = [(c.use0, Const(0, 1)), (bcast, c.use1 & ~bcast)]
@@ -412,7 +414,7 @@ class RDCell(_Cell):
     """
 
     kind = "rd"
-    m = 2
+    middle = 2
 
     def __init__(self, lanes, dtype, *, fault=None):
         sig = stream_signature(dtype, _check_int("lanes", lanes, 1))
@@ -420,19 +422,19 @@ class RDCell(_Cell):
                          dtype=dtype, lanes=lanes, fault=fault)
 
     @staticmethod
-    def config_layout(m=None):
-        """``unsigned(3)``: the :class:`RDMode` value (``m`` is ignored)."""
+    def config_layout(middle=None):
+        """``unsigned(3)``: the :class:`RDMode` value (``middle`` is ignored)."""
         return unsigned(3)
 
     @classmethod
-    def encode(cls, mode, m=None) -> int:
+    def encode(cls, mode, middle=None) -> int:
         """:class:`RDMode` (or its name, e.g. ``"sum-both"``) -> the ``config`` integer."""
         if isinstance(mode, (RMode, DMode)):
             raise ValueError(f"RD-microswitch mode must be an RDMode, got {mode!r}")
         return RDMode.parse(mode).value
 
     @staticmethod
-    def all_modes(m=None) -> list:
+    def all_modes(middle=None) -> list:
         return list(RDMode)
 
     @property
@@ -466,23 +468,23 @@ class RDCell(_Cell):
 CELL_CLASSES = {"r": RCell, "d": DCell, "rd": RDCell}
 
 
-def check_cell_params(kind, m, lanes, dtype) -> None:
+def check_cell_params(kind, middle, lanes, dtype) -> None:
     """Validate cell parameters without building (one-line ``ValueError`` naming the value)."""
     if kind not in CELL_CLASSES:
         raise ValueError(f"unknown cell kind {kind!r}; known: r, d, rd")
-    _check_int("m", m, 2)
+    _check_int("middle", middle, 2)
     _check_int("lanes", lanes, 1)
     get_dtype(dtype)
 
 
-def build_cell(kind, *, m=3, lanes=4, dtype="fp16", fault=None):
-    """Build a cell by kind name (``"r"``, ``"d"``, ``"rd"``; ``m`` is validated but ignored
+def build_cell(kind, *, middle=3, lanes=4, dtype="fp16", fault=None):
+    """Build a cell by kind name (``"r"``, ``"d"``, ``"rd"``; ``middle`` is validated but ignored
     for rd)."""
     if kind == "rd":
-        _check_int("m", m, 2)  # ignored, but must be a valid fabric parameter
+        _check_int("middle", middle, 2)  # ignored, but must be a valid fabric parameter
         return RDCell(lanes, dtype, fault=fault)
     if kind in CELL_CLASSES:
-        return CELL_CLASSES[kind](m, lanes, dtype, fault=fault)
+        return CELL_CLASSES[kind](middle, lanes, dtype, fault=fault)
     raise ValueError(f"unknown cell kind {kind!r}; known: r, d, rd")
 
 
@@ -492,7 +494,7 @@ def verilog_arguments(parser, target):
     """Options of ``fred verilog r|d|rd``.
 
     ``rd`` accepts ``--middle`` (so one command line works for every kind) but ignores it: the
-    RD cell is always 2 x 2. The value is still validated (m >= 2).
+    RD cell is always 2 x 2. The value is still validated (>= 2).
     """
     parser.add_argument("--middle", "-m", type=int, default=3, metavar="M",
                         help="m, the number of middle subnetworks: outputs of an r cell, inputs "
@@ -505,5 +507,5 @@ def verilog_arguments(parser, target):
 
 def verilog_build(args, target):
     """``(component, top module name)`` for ``fred verilog r|d|rd``."""
-    cell = build_cell(target, m=args.middle, lanes=args.lanes, dtype=args.dtype)
+    cell = build_cell(target, middle=args.middle, lanes=args.lanes, dtype=args.dtype)
     return cell, cell.verilog_name

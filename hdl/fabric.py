@@ -150,38 +150,38 @@ class _Pipe:
         return en
 
 
-def _check_mux_params(cell, m, lanes, dtype, latency):
+def _check_mux_params(cell, middle, lanes, dtype, latency):
     """Validate and store the parameters shared by :class:`DemuxCell` and :class:`MuxCell`."""
-    if not isinstance(m, int) or m < 1:
-        raise ValueError(f"middle {m!r} must be a positive integer")
+    if not isinstance(middle, int) or middle < 1:
+        raise ValueError(f"middle {middle!r} must be a positive integer")
     _check_lanes(lanes)
     if not isinstance(latency, int) or isinstance(latency, bool) or latency < 1:
         raise ValueError(f"latency {latency!r} must be a positive integer")
-    cell.m, cell.lanes, cell.dtype, cell.latency = m, lanes, get_dtype(dtype), latency
+    cell.middle, cell.lanes, cell.dtype, cell.latency = middle, lanes, get_dtype(dtype), latency
 
 
 class DemuxCell(wiring.Component):
-    """1 -> m demultiplexer for the last input port of an odd FRED_m(P).
+    """1 -> middle demultiplexer for the last input port of an odd FRED_m(P).
 
-    Ports: ``i: In(S)``, ``o: Out(S).array(m)``, ``config: In(m.bit_length())`` (0 = idle: input
+    Ports: ``i: In(S)``, ``o: Out(S).array(middle)``, ``config: In(middle.bit_length())`` (0 = idle: input
     not ready, no output valid; k + 1 = forward to output k). ``latency`` register stages (the
     R cell's latency, so the demux is one pipeline column like an R cell) and a one-beat output
     skid, exactly like a cell's datapath; one beat per cycle.
     """
 
-    def __init__(self, m: int, lanes: int, dtype, latency: int):
-        _check_mux_params(self, m, lanes, dtype, latency)
+    def __init__(self, middle: int, lanes: int, dtype, latency: int):
+        _check_mux_params(self, middle, lanes, dtype, latency)
         S = stream_signature(lanes, dtype)
-        super().__init__({"i": In(S), "o": Out(S).array(m), "config": In(_sel_width(m))})
+        super().__init__({"i": In(S), "o": Out(S).array(middle), "config": In(_sel_width(middle))})
 
     @staticmethod
-    def config_width(m: int) -> int:
-        return _sel_width(m)
+    def config_width(middle: int) -> int:
+        return _sel_width(middle)
 
     @staticmethod
-    def encode(mode: DemuxMode, m: int) -> int:
+    def encode(mode: DemuxMode, middle: int) -> int:
         mode = DemuxMode() if mode is None else mode
-        mode.validate(m)
+        mode.validate(middle)
         return 0 if mode.sel is None else mode.sel + 1
 
     def elaborate(self, platform):
@@ -194,7 +194,7 @@ class DemuxCell(wiring.Component):
         en = _Pipe(self.i.payload.shape(), self.latency, "p").build(
             mod, self.i.valid & active, self.i.payload, inner)
         mod.d.comb += self.i.ready.eq(en & active)
-        for k in range(self.m):
+        for k in range(self.middle):
             sel = Signal(name=f"sel{k}")
             mod.d.comb += [sel.eq(cfg == k + 1), self.o[k].payload.eq(inner.payload),
                            self.o[k].valid.eq(inner.valid & sel)]
@@ -204,26 +204,26 @@ class DemuxCell(wiring.Component):
 
 
 class MuxCell(wiring.Component):
-    """m -> 1 multiplexer for the last output port of an odd FRED_m(P).
+    """middle -> 1 multiplexer for the last output port of an odd FRED_m(P).
 
-    Ports: ``i: In(S).array(m)``, ``o: Out(S)``, ``config: In(m.bit_length())`` (0 = idle: no input
+    Ports: ``i: In(S).array(middle)``, ``o: Out(S)``, ``config: In(middle.bit_length())`` (0 = idle: no input
     ready, output not valid; k + 1 = take input k). ``latency`` register stages (the D cell's
     latency) and a one-beat output skid; one beat per cycle.
     """
 
-    def __init__(self, m: int, lanes: int, dtype, latency: int):
-        _check_mux_params(self, m, lanes, dtype, latency)
+    def __init__(self, middle: int, lanes: int, dtype, latency: int):
+        _check_mux_params(self, middle, lanes, dtype, latency)
         S = stream_signature(lanes, dtype)
-        super().__init__({"i": In(S).array(m), "o": Out(S), "config": In(_sel_width(m))})
+        super().__init__({"i": In(S).array(middle), "o": Out(S), "config": In(_sel_width(middle))})
 
     @staticmethod
-    def config_width(m: int) -> int:
-        return _sel_width(m)
+    def config_width(middle: int) -> int:
+        return _sel_width(middle)
 
     @staticmethod
-    def encode(mode: MuxMode, m: int) -> int:
+    def encode(mode: MuxMode, middle: int) -> int:
         mode = MuxMode() if mode is None else mode
-        mode.validate(m)
+        mode.validate(middle)
         return 0 if mode.src is None else mode.src + 1
 
     def elaborate(self, platform):
@@ -232,13 +232,13 @@ class MuxCell(wiring.Component):
         shape = self.o.payload.shape()
         in_valid = Signal()
         in_payload = Signal(shape)
-        sel = [Signal(name=f"sel{k}") for k in range(self.m)]
-        for k in range(self.m):
+        sel = [Signal(name=f"sel{k}") for k in range(self.middle)]
+        for k in range(self.middle):
             mod.d.comb += sel[k].eq(cfg == k + 1)
             with mod.If(sel[k]):
                 mod.d.comb += [in_valid.eq(self.i[k].valid), in_payload.eq(self.i[k].payload)]
         en = _Pipe(shape, self.latency, "p").build(mod, in_valid, in_payload, self.o)
-        for k in range(self.m):
+        for k in range(self.middle):
             mod.d.comb += self.i[k].ready.eq(en & sel[k])
         return mod
 
@@ -329,8 +329,8 @@ def config_bits(ports: int, middle: int, routing_result=None, cell_modes=None) -
     """The flat config vector (an int) for ``routing_result`` (a RoutingResult, or pass a
     ``cell_modes`` dict). Cells without a mode get their idle mode; ``None`` gives all idle."""
     if routing_result is not None:
-        if (routing_result.P, routing_result.m) != (ports, middle):
-            raise ValueError(f"routing is for FRED_{routing_result.m}({routing_result.P}), "
+        if (routing_result.P, routing_result.middle) != (ports, middle):
+            raise ValueError(f"routing is for FRED_{routing_result.middle}({routing_result.P}), "
                              f"not FRED_{middle}({ports})")
         cell_modes = routing_result.cell_modes
     cell_modes = cell_modes or {}
@@ -381,7 +381,7 @@ def fabric_latency(ports: int, middle: int, lanes: int = 1, dtype="fp16") -> int
 def _cell_module_name(cell) -> str:
     if isinstance(cell, (DemuxCell, MuxCell)):
         kind = "demux" if isinstance(cell, DemuxCell) else "mux"
-        return f"fred_{kind}_m{cell.m}_l{cell.lanes}_{cell.dtype.name}_lat{cell.latency}"
+        return f"fred_{kind}_m{cell.middle}_l{cell.lanes}_{cell.dtype.name}_lat{cell.latency}"
     name = cell.verilog_name
     return name + (f"_{cell.fault.replace('-', '_')}" if getattr(cell, "fault", None) else "")
 

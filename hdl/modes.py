@@ -74,11 +74,12 @@ class CellAddr(NamedTuple):
         return f"{path_name(self.path)}/{self.stage}{self.index}"
 
 
-def _check_sel(what: str, value, m: int):
+def _check_sel(what: str, value, middle: int):
     if value is None:
         return
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < m:
-        raise ValueError(f"{what} {value!r} is out of range: must be 0..{m - 1} or None (m={m})")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < middle:
+        raise ValueError(f"{what} {value!r} is out of range: must be 0..{middle - 1} or None "
+                         f"(m={middle})")
 
 
 @dataclass(frozen=True)
@@ -93,11 +94,11 @@ class RMode:
     sel: tuple = (None, None)
     reduce: bool = False
 
-    def validate(self, m: int) -> "RMode":
+    def validate(self, middle: int) -> "RMode":
         if len(self.sel) != 2:
             raise ValueError(f"R-microswitch sel {self.sel!r} must have 2 entries")
         for i, s in enumerate(self.sel):
-            _check_sel(f"R-microswitch sel[{i}]", s, m)
+            _check_sel(f"R-microswitch sel[{i}]", s, middle)
         if self.reduce:
             if self.sel[0] is None or self.sel[1] is not None:
                 raise ValueError(f"R-microswitch reduce needs sel[0] set and sel[1] None, got {self.sel!r}")
@@ -120,11 +121,11 @@ class DMode:
     def broadcast(self) -> bool:
         return self.src[0] is not None and self.src[0] == self.src[1]
 
-    def validate(self, m: int) -> "DMode":
+    def validate(self, middle: int) -> "DMode":
         if len(self.src) != 2:
             raise ValueError(f"D-microswitch src {self.src!r} must have 2 entries")
         for j, s in enumerate(self.src):
-            _check_sel(f"D-microswitch src[{j}]", s, m)
+            _check_sel(f"D-microswitch src[{j}]", s, middle)
         return self
 
 
@@ -164,8 +165,8 @@ class DemuxMode:
 
     sel: Optional[int] = None
 
-    def validate(self, m: int) -> "DemuxMode":
-        _check_sel("demux sel", self.sel, m)
+    def validate(self, middle: int) -> "DemuxMode":
+        _check_sel("demux sel", self.sel, middle)
         return self
 
 
@@ -175,8 +176,8 @@ class MuxMode:
 
     src: Optional[int] = None
 
-    def validate(self, m: int) -> "MuxMode":
-        _check_sel("mux src", self.src, m)
+    def validate(self, middle: int) -> "MuxMode":
+        _check_sel("mux src", self.src, middle)
         return self
 
 

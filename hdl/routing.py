@@ -1,6 +1,6 @@
 """Routing compiler for FRED_m(P): flows -> every cell's mode.
 
-``route(P, m, flows) -> RoutingResult``. The algorithm is FRED-SPEC §3, recursive, outer stage
+``route(P, middle, flows) -> RoutingResult`` for FRED_m(P), m = ``middle``. The algorithm is FRED-SPEC §3, recursive, outer stage
 first, made exact, in three parts:
 
 * hdl/routing_search.py -- the conflict-graph search: each flow's *path* (the middle copy it takes
@@ -27,23 +27,23 @@ from .modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode, idle_mode
 from .routing_check import broadcast_cells, check_and_trees, trace
 from .routing_result import ReduceStep, RoutingResult
 from .routing_search import FAST_BUDGET, NODE_BUDGET, RoutingError, search
-from .structure import check_params, fabric, stages
+from .structure import check_params, netlist, stages
 
 __all__ = ["RoutingError", "RoutingResult", "ReduceStep", "route", "route_phases", "routable",
            "trace", "NODE_BUDGET", "FAST_BUDGET"]
 
 
-def _prepare(P, m, flows):
-    check_params(P, m, build=False)
+def _prepare(P, middle, flows):
+    check_params(P, middle, build=False)
     flows = validate_flows(flows, P)
     return flows
 
 
-def routable(P: int, m: int, flows) -> Optional[RoutingError]:
+def routable(P: int, middle: int, flows) -> Optional[RoutingError]:
     """Feasibility only (no cell modes): None if the flows route, else the RoutingError."""
-    flows = _prepare(P, m, flows)
+    flows = _prepare(P, middle, flows)
     try:
-        search(P, m, flows)
+        search(P, middle, flows)
     except RoutingError as e:
         return e
     return None
@@ -68,10 +68,12 @@ def _rd_mode(lflows):
     return modes.pop()
 
 
-def _materialise(fab, paths, P, m, flows):
-    """Cell modes from the flows' paths: walk the instances top-down."""
-    modes = {c: idle_mode(fab.kind[c]) for c in fab.cells}
-    middle = [dict() for _ in flows]
+def _materialise(net, paths, P, middle, flows):
+    """Cell modes and each flow's middle copies from the flows' paths: walk the instances
+    top-down."""
+    m = middle
+    modes = {c: idle_mode(net.kind[c]) for c in net.cells}
+    copies = [dict() for _ in flows]
 
     def walk(path, Pi, members):
         # members: list of (flow index, ins, outs) local to this instance
@@ -84,7 +86,7 @@ def _materialise(fab, paths, P, m, flows):
         col = {}
         for i, ins, outs in members:
             col[i] = paths[i][d]
-            middle[i][path] = col[i]
+            copies[i][path] = col[i]
             for p in ins:
                 ins_owner[p] = i
             for p in outs:
@@ -111,29 +113,29 @@ def _materialise(fab, paths, P, m, flows):
                 walk(path + (k,), (Pi + 1) // 2, sub)
 
     walk((), P, [(i, f.inputs, f.outputs) for i, f in enumerate(flows)])
-    return modes, middle
+    return modes, copies
 
 
-def route(P: int, m: int, flows) -> RoutingResult:
+def route(P: int, middle: int, flows) -> RoutingResult:
     """Compile a set of concurrent flows (Flow objects or strings like ``"0,1>2"``) for FRED_m(P).
 
     Raises ``ValueError`` for bad parameters/flows and :class:`RoutingError` when unroutable.
     """
-    flows = _prepare(P, m, flows)
-    fab = fabric(P, m)
-    paths = search(P, m, flows)
-    modes, middle = _materialise(fab, paths, P, m, flows)
-    trees, reductions = check_and_trees(fab, modes, flows)
-    bcast = broadcast_cells(fab, modes, flows)
+    flows = _prepare(P, middle, flows)
+    net = netlist(P, middle)
+    paths = search(P, middle, flows)
+    modes, copies = _materialise(net, paths, P, middle, flows)
+    trees, reductions = check_and_trees(net, modes, flows)
+    bcast = broadcast_cells(net, modes, flows)
     return RoutingResult(
-        P=P, m=m, flows=flows, cell_modes=modes, middle=middle, reductions=reductions, trees=trees,
-        broadcasts=bcast,
+        P=P, middle=middle, flows=flows, cell_modes=modes, copies=copies, reductions=reductions,
+        trees=trees, broadcasts=bcast,
         output_flow={p: i for i, f in enumerate(flows) for p in f.outputs},
         input_flow={p: i for i, f in enumerate(flows) for p in f.inputs},
-        stages=stages(P), fabric=fab)
+        stages=stages(P), netlist=net)
 
 
-def route_phases(P: int, m: int, phases) -> list:
+def route_phases(P: int, middle: int, phases) -> list:
     """Route every :class:`Phase` of a collective: list of (phase, RoutingResult).
 
     A RoutingError names the phase."""
@@ -142,7 +144,8 @@ def route_phases(P: int, m: int, phases) -> list:
         if not isinstance(ph, Phase):
             ph = Phase(str(ph), tuple(ph))
         try:
-            out.append((ph, route(P, m, ph.flows)))
+            out.append((ph, route(P, middle, ph.flows)))
         except RoutingError as e:
-            raise RoutingError(f"phase '{ph.label}': {e}", e.flows, e.level, e.path, e.P, e.m) from None
+            raise RoutingError(f"phase '{ph.label}': {e}", e.flows, e.level, e.path, e.P,
+                               e.middle) from None
     return out

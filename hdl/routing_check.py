@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from .modes import RDMode
 from .routing_result import ReduceStep
-from .structure import Fabric, Pin
+from .structure import Netlist, Pin
 
 __all__ = ["trace", "check_and_trees", "broadcast_cells"]
 
 
-def trace(fab: Fabric, cell_modes: dict, sources: dict, add, copy=lambda v: v) -> dict:
-    """Walk the flattened fabric in pipeline order, interpreting ``cell_modes``.
+def trace(net: Netlist, cell_modes: dict, sources: dict, add, copy=lambda v: v) -> dict:
+    """Walk the flattened fabric ``net`` in pipeline order, interpreting ``cell_modes``.
 
     ``sources``: fabric input port -> value (absent = no data); ``add(cell, a, b)`` combines
     in0 and in1 of a reducing cell. Returns fabric output port -> value (None = no data).
@@ -31,14 +31,14 @@ def trace(fab: Fabric, cell_modes: dict, sources: dict, add, copy=lambda v: v) -
     val = {Pin(None, "in", p): v for p, v in sources.items()}
 
     def get(cell, i):
-        return val.get(fab.driver[Pin(cell, "in", i)])
+        return val.get(net.driver[Pin(cell, "in", i)])
 
     def need(x, cell, what):
         assert x is not None, f"{cell} {what} carries no data"
         return x
 
-    for c in fab.cells:
-        mode, kind = cell_modes[c], fab.kind[c]
+    for c in net.cells:
+        mode, kind = cell_modes[c], net.kind[c]
         out = {}
         if kind == "R":
             a, b = get(c, 0), get(c, 1)
@@ -74,7 +74,7 @@ def trace(fab: Fabric, cell_modes: dict, sources: dict, add, copy=lambda v: v) -
         for k, v in out.items():
             if v is not None:
                 val[Pin(c, "out", k)] = v
-    return {p: val.get(fab.driver[Pin(None, "out", p)]) for p in range(fab.P)}
+    return {p: val.get(net.driver[Pin(None, "out", p)]) for p in range(net.P)}
 
 
 class _Add:
@@ -96,15 +96,15 @@ def _expr(e):
     return f"({_expr(e.a)}+{_expr(e.b)})" if isinstance(e, _Add) else str(e)
 
 
-def check_and_trees(fab, modes, flows):
+def check_and_trees(net, modes, flows):
     """Symbolic walk: verify every output gets exactly its flow's sum; extract reduction trees."""
-    outs = trace(fab, modes, {p: p for f in flows for p in f.inputs}, lambda c, a, b: _Add(c, a, b))
+    outs = trace(net, modes, {p: p for f in flows for p in f.inputs}, lambda c, a, b: _Add(c, a, b))
     trees, reductions = [], []
     owner = {}
     for i, f in enumerate(flows):
         for p in f.outputs:
             owner[p] = i
-    for p in range(fab.P):
+    for p in range(net.P):
         e = outs[p]
         if p not in owner:
             assert e is None, f"unused output {p} receives data"
@@ -122,7 +122,7 @@ def check_and_trees(fab, modes, flows):
             if isinstance(x, _Add):
                 visit(x.a)
                 visit(x.b)
-                steps.append(ReduceStep(x.cell, fab.column[x.cell], _leaves(x.a), _leaves(x.b)))
+                steps.append(ReduceStep(x.cell, net.column[x.cell], _leaves(x.a), _leaves(x.b)))
         visit(e)
         steps.sort(key=lambda s: (s.column, s.cell.path, s.cell.stage, s.cell.index))
         reductions.append(steps)
@@ -130,12 +130,12 @@ def check_and_trees(fab, modes, flows):
     return trees, reductions
 
 
-def broadcast_cells(fab, modes, flows):
+def broadcast_cells(net, modes, flows):
     """Per flow, the cells whose two outputs both carry that flow's stream."""
-    vals = _pin_values(fab, modes, {Pin(None, "in", p): i for i, f in enumerate(flows) for p in f.inputs})
+    vals = _pin_values(net, modes, {Pin(None, "in", p): i for i, f in enumerate(flows) for p in f.inputs})
     out = [[] for _ in flows]
-    for c in fab.cells:
-        mode, kind = modes[c], fab.kind[c]
+    for c in net.cells:
+        mode, kind = modes[c], net.kind[c]
         if (kind == "D" and mode.broadcast) or (kind == "RD" and mode.broadcasts):
             i = vals.get(Pin(c, "out", 0))
             if i is not None:
@@ -143,14 +143,14 @@ def broadcast_cells(fab, modes, flows):
     return out
 
 
-def _pin_values(fab, modes, val):
+def _pin_values(net, modes, val):
     """Flow index on every source pin (cheap trace with 'add' = keep in0's flow)."""
     val = dict(val)
-    for c in fab.cells:
-        mode, kind = modes[c], fab.kind[c]
+    for c in net.cells:
+        mode, kind = modes[c], net.kind[c]
 
         def g(i):
-            return val.get(fab.driver[Pin(c, "in", i)])
+            return val.get(net.driver[Pin(c, "in", i)])
         if kind == "R":
             if mode.reduce:
                 val[Pin(c, "out", mode.sel[0])] = g(0)

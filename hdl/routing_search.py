@@ -42,16 +42,16 @@ class RoutingError(FredError, ValueError):
     """A flow set that cannot be routed (or that the bounded search gave up on).
 
     Attributes: ``flows`` (indices into the routed flow list), ``level`` (recursion depth of the
-    failing colouring, 0 = top), ``path`` (instance path), ``P``, ``m``.
+    failing colouring, 0 = top), ``path`` (instance path), ``P``, ``middle``.
     """
 
-    def __init__(self, message, flows=(), level=0, path=(), P=None, m=None):
+    def __init__(self, message, flows=(), level=0, path=(), P=None, middle=None):
         super().__init__(message)
         self.flows = tuple(flows)
         self.level = level
         self.path = tuple(path)
         self.P = P
-        self.m = m
+        self.middle = middle
 
 
 # ---------------------------------------------------------------------------------------------
@@ -78,8 +78,8 @@ class _Budget(Exception):
 class PathCSP:
     """Exact path assignment for flows (list of (ins, outs)) on FRED_m(P)."""
 
-    def __init__(self, P, m, flows, budget=NODE_BUDGET):
-        self.P, self.m, self.flows = P, m, flows
+    def __init__(self, P, middle, flows, budget=NODE_BUDGET):
+        self.P, self.middle, self.flows = P, middle, flows
         self.D = depth(P)
         self.budget = budget
         self.nodes = 0
@@ -154,7 +154,7 @@ class PathCSP:
         return comps
 
     def _solve_comp(self, comp, Dt):
-        m = self.m
+        m = self.middle
         if Dt == 0 or len(comp) == 1:
             return {v: 0 for v in comp}
         N = m ** Dt
@@ -232,8 +232,8 @@ class PathCSP:
         Dt = self.D if Dt is None else Dt
         out = []
         for _ in range(Dt):
-            out.append(q % self.m)
-            q //= self.m
+            out.append(q % self.middle)
+            q //= self.middle
         return tuple(reversed(out))
 
     # -- explaining a failure ------------------------------------------------------------------
@@ -283,15 +283,16 @@ def _flow_names(flows, idx):
     return ", ".join(f"#{i} '{flows[i]}'" for i in sorted(idx))
 
 
-def graph_csp(n, adj, m, budget):
-    """A one-level PathCSP: exact m-colouring of a graph (adj: list of sets)."""
+def graph_csp(n, adj, middle, budget):
+    """A one-level PathCSP: exact colouring of a graph (adj: list of sets) with ``middle``
+    colours."""
     g = PathCSP.__new__(PathCSP)
-    g.P, g.m, g.flows, g.D, g.budget, g.nodes = None, m, [None] * n, 1, budget, 0
+    g.P, g.middle, g.flows, g.D, g.budget, g.nodes = None, middle, [None] * n, 1, budget, 0
     g.level = [{j: 0 for j in adj[i]} for i in range(n)]
     return g
 
 
-def top_down(P, m, flows, budget):
+def top_down(P, middle, flows, budget):
     """Fast path: colour instance by instance, outer first, no re-colouring above (the classic
     recursive Clos/Benes procedure). Returns the paths, or None if some instance fails."""
     paths = [[] for _ in flows]
@@ -312,7 +313,7 @@ def top_down(P, m, flows, budget):
                         adj[owner[q]].add(x)
                     else:
                         owner[q] = x
-        g = graph_csp(n, adj, m, budget - spent[0])
+        g = graph_csp(n, adj, middle, budget - spent[0])
         try:
             col = g.solve(range(n))
         finally:
@@ -321,7 +322,7 @@ def top_down(P, m, flows, budget):
             return False
         for x, c in enumerate(child):
             paths[c[0]].append(col[x])
-        return all(rec((Pi + 1) // 2, [c for x, c in enumerate(child) if col[x] == k]) for k in range(m))
+        return all(rec((Pi + 1) // 2, [c for x, c in enumerate(child) if col[x] == k]) for k in range(middle))
 
     try:
         ok = rec(P, [(i, ins, outs) for i, (ins, outs) in enumerate(flows)])
@@ -330,8 +331,9 @@ def top_down(P, m, flows, budget):
     return [tuple(p) for p in paths] if ok else None
 
 
-def search(P, m, flows):
+def search(P, middle, flows):
     """flows (validated) -> list of paths (tuples), or raise RoutingError."""
+    m = middle
     local = [(f.inputs, f.outputs) for f in flows]
     fast = top_down(P, m, local, FAST_BUDGET)
     if fast is not None:
@@ -347,13 +349,13 @@ def search(P, m, flows):
         shown = _flow_names(flows, range(min(len(flows), 6))) + (" ..." if len(flows) > 6 else "")
         raise RoutingError(f"routing search on FRED_{m}({P}) gave up after {csp.budget:,} nodes "
                            f"(no routing found, none ruled out) for {len(flows)} flows {shown}",
-                           flows=range(len(flows)), P=P, m=m) from None
+                           flows=range(len(flows)), P=P, middle=m) from None
     Pd = instance_ports(P, path)
     shared = ", ".join(f"#{a}/#{b}" for a, b in pairs)
     above = "" if level == 0 else " whichever middle copies they take above it"
     msg = (f"routing conflict on FRED_{m}({P}): flows {_flow_names(flows, core)} cannot be routed "
            f"together: colouring fails at level {level} (instance {path_name(path)}, {Pd} ports){above}, "
            f"where {shared} share microswitches and {m} middle copies are not enough")
-    raise RoutingError(msg, flows=core, level=level, path=path, P=P, m=m)
+    raise RoutingError(msg, flows=core, level=level, path=path, P=P, middle=m)
 
 

@@ -11,7 +11,7 @@ walk the *same* graph:
 * a :class:`Pin` is one port of one cell (``Pin(cell, "in"|"out", i)``) or, with ``cell=None``,
   a fabric port of the top instance (``Pin(None, "in", p)`` is fabric input p -- a *source*;
   ``Pin(None, "out", p)`` is fabric output p -- a *sink*);
-* :attr:`Fabric.driver` maps every sink pin (each cell input and each fabric output) to the
+* :attr:`Netlist.driver` maps every sink pin (each cell input and each fabric output) to the
   source pin (a cell output or a fabric input) that drives it. Instance ports are pure wiring and
   disappear in the flattening.
 
@@ -33,8 +33,8 @@ from typing import NamedTuple, Optional
 from .modes import CellAddr
 
 __all__ = [
-    "MAX_PORTS", "MAX_CELLS", "Pin", "Fabric", "check_params", "instance_ports", "stages",
-    "depth", "cell_counts", "total_cells", "instance_count", "fabric", "CELL_KINDS",
+    "MAX_PORTS", "MAX_CELLS", "Pin", "Netlist", "check_params", "instance_ports", "stages",
+    "depth", "cell_counts", "total_cells", "instance_count", "netlist", "CELL_KINDS",
 ]
 
 #: largest P accepted: the recursion, the config vector and the routing search all grow with P;
@@ -55,21 +55,21 @@ def _check_int(name, value, low):
         raise ValueError(f"{name} {value} is too small: FRED_m(P) needs {name} >= {low}")
 
 
-def check_params(P: int, m: int, build: bool = True) -> None:
-    """Validate P (ports) and m (middle subnetworks); one-line ``ValueError`` naming the value.
+def check_params(P: int, middle: int, build: bool = True) -> None:
+    """Validate P (ports) and the middle subnetworks; one-line ``ValueError`` naming the value.
 
     With ``build`` also refuse fabrics whose flattened structure exceeds :data:`MAX_CELLS`.
     """
     _check_int("ports", P, 2)
-    _check_int("middle", m, 2)
+    _check_int("middle", middle, 2)
     if P > MAX_PORTS:
         raise ValueError(f"ports {P} is too large: at most {MAX_PORTS} ports are supported "
                          f"(the recursive fabric and its routing search grow too big to build "
                          f"in reasonable time)")
     if build:
-        n = total_cells(P, m)
+        n = total_cells(P, middle)
         if n > MAX_CELLS:
-            raise ValueError(f"FRED_{m}({P}) has {n:,} cells, more than the {MAX_CELLS:,} this "
+            raise ValueError(f"FRED_{middle}({P}) has {n:,} cells, more than the {MAX_CELLS:,} this "
                              f"tool builds in reasonable time; use fewer ports or middle copies")
 
 
@@ -102,13 +102,13 @@ def instance_ports(P: int, path: tuple) -> int:
 
 
 @lru_cache(maxsize=None)
-def cell_counts(P: int, m: int) -> dict:
+def cell_counts(P: int, middle: int) -> dict:
     """Cells per kind in FRED_m(P): ``{"R": .., "D": .., "RD": .., "DEMUX": .., "MUX": ..}``."""
     if P == 2:
         return {"R": 0, "D": 0, "RD": 1, "DEMUX": 0, "MUX": 0}
     r, odd = P // 2, P % 2
-    sub = cell_counts(child_ports(P), m)
-    out = {k: m * v for k, v in sub.items()}
+    sub = cell_counts(child_ports(P), middle)
+    out = {k: middle * v for k, v in sub.items()}
     out["R"] += r
     out["D"] += r
     out["DEMUX"] += odd
@@ -116,13 +116,13 @@ def cell_counts(P: int, m: int) -> dict:
     return out
 
 
-def total_cells(P: int, m: int) -> int:
-    return sum(cell_counts(P, m).values())
+def total_cells(P: int, middle: int) -> int:
+    return sum(cell_counts(P, middle).values())
 
 
-def instance_count(P: int, m: int) -> int:
+def instance_count(P: int, middle: int) -> int:
     """Number of FRED instances (including the top) in FRED_m(P)."""
-    return sum(m ** d for d in range(depth(P) + 1))
+    return sum(middle ** d for d in range(depth(P) + 1))
 
 
 class Pin(NamedTuple):
@@ -138,12 +138,12 @@ class Pin(NamedTuple):
         return f"{self.cell}.{self.dir}{self.index}"
 
 
-class Fabric:
-    """The flattened FRED_m(P).
+class Netlist:
+    """The flattened FRED_m(P): every cell and every wire (the RTL is :class:`fred.hdl.fabric.Fabric`).
 
     Attributes
     ----------
-    P, m, depth, n_stages
+    P, middle, depth, n_stages
     instances : dict path -> port count (every instance, top first, depth-first order)
     cells : list of CellAddr in pipeline order (by column; deterministic within a column)
     kind : dict CellAddr -> "R" | "D" | "RD" | "DEMUX" | "MUX"
@@ -152,9 +152,9 @@ class Fabric:
     driver : dict sink Pin -> source Pin (every cell input pin and every fabric output port)
     """
 
-    def __init__(self, P: int, m: int):
-        check_params(P, m)
-        self.P, self.m = P, m
+    def __init__(self, P: int, middle: int):
+        check_params(P, middle)
+        self.P, self.middle = P, middle
         self.depth = depth(P)
         self.n_stages = 2 * self.depth + 1
         self.instances = {}
@@ -169,7 +169,7 @@ class Fabric:
             self.driver[Pin(None, "out", p)] = self.instance_output_source((), p)
         order = {s: i for i, s in enumerate(("in", "demux", "rd", "out", "mux"))}
         self.cells = sorted(self.kind, key=lambda c: (self.column[c], c.path, order[c.stage], c.index))
-        self.counts = dict(cell_counts(P, m))
+        self.counts = dict(cell_counts(P, middle))
 
     # -- construction --------------------------------------------------------------------------
     def _add(self, cell, col, n_in, n_out):
@@ -180,7 +180,7 @@ class Fabric:
 
     def _build(self, path, P, d):
         self.instances[path] = P
-        m = self.m
+        m = self.middle
         if P == 2:
             self._add(CellAddr(path, "rd", 0), d, 2, 2)
             return
@@ -244,12 +244,12 @@ class Fabric:
 
     def summary(self) -> str:
         c = self.counts
-        return (f"FRED_{self.m}({self.P}): {self.n_stages} stages, {len(self.instances)} instances, "
+        return (f"FRED_{self.middle}({self.P}): {self.n_stages} stages, {len(self.instances)} instances, "
                 f"{c['R']} R + {c['D']} D + {c['RD']} RD + {c['DEMUX']} demux + {c['MUX']} mux "
                 f"= {sum(c.values())} cells")
 
 
 @lru_cache(maxsize=32)
-def fabric(P: int, m: int) -> Fabric:
-    """Cached :class:`Fabric` (treat as read-only)."""
-    return Fabric(P, m)
+def netlist(P: int, middle: int) -> Netlist:
+    """Cached :class:`Netlist` (treat as read-only)."""
+    return Netlist(P, middle)

@@ -65,7 +65,7 @@ def phases(a, b, c, place) -> dict:
 @dataclass
 class Counterexample:
     P: int
-    m: int
+    middle: int
     strategy: tuple
     placement: str          # "paper" or "random #k"
     ports: list             # port of worker (mp, dp, pp), listed in the paper's worker order
@@ -78,7 +78,7 @@ class Counterexample:
 class StudyRow:
     P: int
     strategy: tuple
-    m: int
+    middle: int
     paper: dict = field(default_factory=dict)      # phase -> bool
     random_ok: dict = field(default_factory=dict)  # phase -> count of routable random placements
     random_all: int = 0                            # random placements where every phase routes
@@ -91,13 +91,8 @@ class StudyRow:
         return f"MP({a})-DP({b})-PP({c})"
 
 
-def _check(P, m, flows):
-    err = routable(P, m, flows)
-    return err
-
-
 def study(ports=DEFAULT_PORTS, middles=(2, 3), samples=DEFAULT_SAMPLES, seed=1) -> list:
-    """Run the study; list of :class:`StudyRow` (one per P, strategy, m)."""
+    """Run the study; list of :class:`StudyRow` (one per P, strategy, middle count)."""
     rows = []
     for P in ports:
         for strat in strategies(P):
@@ -110,13 +105,13 @@ def study(ports=DEFAULT_PORTS, middles=(2, 3), samples=DEFAULT_SAMPLES, seed=1) 
                 p = list(range(P))
                 rng.shuffle(p)
                 perms.append({w: p[base[w]] for w in base})
-            for m in middles:
-                row = StudyRow(P, strat, m, samples=samples)
+            for middle in middles:
+                row = StudyRow(P, strat, middle, samples=samples)
                 first_cx = {}
                 for label, place in [("paper", base)] + [(f"random #{k}", pl) for k, pl in enumerate(perms)]:
                     allok = True
                     for ph, flows in phases(a, b, c, place).items():
-                        err = _check(P, m, flows)
+                        err = routable(P, middle, flows)
                         ok = err is None
                         if label == "paper":
                             row.paper[ph] = ok
@@ -127,7 +122,7 @@ def study(ports=DEFAULT_PORTS, middles=(2, 3), samples=DEFAULT_SAMPLES, seed=1) 
                             key = (label == "paper", ph)
                             if key not in first_cx:
                                 first_cx[key] = Counterexample(
-                                    P, m, strat, label, [place[w] for w in workers], ph,
+                                    P, middle, strat, label, [place[w] for w in workers], ph,
                                     [str(flows[i]) for i in err.flows], str(err))
                     if label != "paper":
                         row.random_all += allok
@@ -145,11 +140,11 @@ def _cell(row, ph):
 
 
 def format_study(rows, counterexamples=True) -> str:
-    middles = sorted({r.m for r in rows})
+    middles = sorted({r.middle for r in rows})
     samples = max((r.samples for r in rows), default=0)
     by = {}
     for r in rows:
-        by.setdefault((r.P, r.strategy), {})[r.m] = r
+        by.setdefault((r.P, r.strategy), {})[r.middle] = r
     head = f"{'P':>3}  {'strategy':<20}"
     for m in middles:
         head += f" | m={m} paper MP DP PP   random(all) MP/DP/PP"
@@ -165,7 +160,7 @@ def format_study(rows, counterexamples=True) -> str:
         L.append(line.rstrip())
     L.append("")
     for m in middles:
-        rs = [r for r in rows if r.m == m]
+        rs = [r for r in rows if r.middle == m]
         bad_paper = [r for r in rs if not all(r.paper.values())]
         n_rand = sum(r.samples for r in rs)
         ok_rand = sum(r.random_all for r in rs)
@@ -182,7 +177,7 @@ def format_study(rows, counterexamples=True) -> str:
                      "(mp, dp, pp) sorted by mp + a*(pp + c*dp)):")
         for c in paper_cx + rand_cx[:12]:
             a, b, cc = c.strategy
-            L.append(f"  P={c.P} m={c.m} MP({a})-DP({b})-PP({cc}) {c.placement}: phase {c.phase}, "
+            L.append(f"  P={c.P} m={c.middle} MP({a})-DP({b})-PP({cc}) {c.placement}: phase {c.phase}, "
                      f"flows {'  '.join(c.flows)}")
             if c.placement != "paper":
                 L.append(f"      placement {c.ports}")
@@ -191,7 +186,13 @@ def format_study(rows, counterexamples=True) -> str:
     return "\n".join(L)
 
 
+def _counterexample_json(c) -> dict:
+    # the published keys of ``fred route --study --json`` (the middle count is "m" here)
+    return {"P": c.P, "m": c.middle, "strategy": c.strategy, "placement": c.placement,
+            "ports": c.ports, "phase": c.phase, "flows": c.flows, "message": c.message}
+
+
 def study_json(rows) -> list:
-    return [{"ports": r.P, "strategy": r.name, "middle": r.m, "paper": r.paper,
+    return [{"ports": r.P, "strategy": r.name, "middle": r.middle, "paper": r.paper,
              "random_ok": r.random_ok, "random_all": r.random_all, "samples": r.samples,
-             "counterexamples": [c.__dict__ for c in r.counterexamples]} for r in rows]
+             "counterexamples": [_counterexample_json(c) for c in r.counterexamples]} for r in rows]

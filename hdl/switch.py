@@ -117,7 +117,7 @@ class Switch(wiring.Component):
         self.dtype = get_dtype(dtype)
         if not isinstance(lanes, int) or lanes < 1:
             raise ValueError(f"lanes {lanes!r} must be a positive integer")
-        self.P, self.m, self.lanes = ports, middle, lanes
+        self.P, self.middle, self.lanes = ports, middle, lanes
         self.width = self.dtype.width
         self.flit_bits = lanes * self.width
         if self.flit_bits < HEADER_BITS:
@@ -182,7 +182,7 @@ class Switch(wiring.Component):
             from .switch_ideal import IdealFabric
             return IdealFabric(self.P, self.lanes, self.width)
         from .fabric import Fabric
-        return Fabric(self.P, self.m, self.lanes, self.dtype.name, _shared=self._shared)
+        return Fabric(self.P, self.middle, self.lanes, self.dtype.name, _shared=self._shared)
 
     def fabric_config(self, flows) -> int:
         """Fabric configuration bits for one phase's ``flows``."""
@@ -191,7 +191,7 @@ class Switch(wiring.Component):
             return ideal_config_bits(self.P, flows)
         from .fabric import config_bits
         from .routing import route
-        return config_bits(self.P, self.m, route(self.P, self.m, list(flows)))
+        return config_bits(self.P, self.middle, route(self.P, self.middle, list(flows)))
 
     def table_entry(self, vc: int, flows) -> int:
         return self.layout.encode(vc, flows, self.fabric_config(flows))
@@ -202,7 +202,7 @@ class Switch(wiring.Component):
                 for idx, (vc, flows) in sorted(phases.items())]
 
     def describe(self) -> dict:
-        return {"ports": self.P, "middle": self.m, "lanes": self.lanes, "dtype": self.dtype.name,
+        return {"ports": self.P, "middle": self.middle, "lanes": self.lanes, "dtype": self.dtype.name,
                 "flit_bits": self.flit_bits, "depths": list(self.depths), "max_len": self.max_len,
                 "out_credits": list(self.out_credits), "table_entries": self.capacity,
                 "entry_bits": self.layout.entry_width, "table_bits": self.layout.bits,

@@ -156,12 +156,12 @@ def _sha(text: str) -> str:
 
 def _cell_figures(kind, middle, lanes, dtype, seed, beats, do_area, prog):
 
-    cell = build_cell(kind, m=middle, lanes=lanes, dtype=dtype)
+    cell = build_cell(kind, middle=middle, lanes=lanes, dtype=dtype)
     text = emit(cell, cell.verilog_name)
     rec = {"top": cell.verilog_name, "latency_contract": cell.latency, "verilog_sha256": _sha(text)}
     bc = _optional("fred.sim.tb_cells")
     if bc is not None and beats:
-        rep = bc.run_cell_regression(kind, m=middle, lanes=lanes, dtype=dtype, beats=beats,
+        rep = bc.run_cell_regression(kind, middle=middle, lanes=lanes, dtype=dtype, beats=beats,
                                      seed=seed)
         modes = {}
         for name, d in rep.per_mode().items():

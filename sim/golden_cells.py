@@ -6,12 +6,12 @@ both inputs of a 2-input cell (a sum, ``in0 + in1`` lane by lane with
 broadcast). Beats are arrays of element bit patterns, shape ``(n_beats, lanes)``; every route
 keeps the order of its input beats, and a sum pairs the k-th beat of in0 with the k-th of in1.
 
-* :func:`routes` (kind, mode, m) -> list of :class:`Route`;
-* :func:`expected_outputs` (kind, mode, inputs, dtype, m) -> expected beats per output;
+* :func:`routes` (kind, mode, middle) -> list of :class:`Route`;
+* :func:`expected_outputs` (kind, mode, inputs, dtype, middle) -> expected beats per output;
 * :func:`used_inputs` / :func:`used_outputs` -- which ports a mode uses.
 
-``kind`` is ``"r"`` (2 inputs, m outputs, :class:`~fred.hdl.modes.RMode`), ``"d"`` (m inputs,
-2 outputs, :class:`~fred.hdl.modes.DMode`) or ``"rd"`` (2 x 2,
+``kind`` is ``"r"`` (2 inputs, ``middle`` outputs, :class:`~fred.hdl.modes.RMode`), ``"d"``
+(``middle`` inputs, 2 outputs, :class:`~fred.hdl.modes.DMode`) or ``"rd"`` (2 x 2,
 :class:`~fred.hdl.modes.RDMode`).
 """
 
@@ -39,12 +39,12 @@ class Route(NamedTuple):
         return len(self.inputs) == 2
 
 
-def port_counts(kind: str, m: int = 2) -> tuple:
+def port_counts(kind: str, middle: int = 2) -> tuple:
     """``(inputs, outputs)`` of a cell kind."""
     if kind == "r":
-        return 2, m
+        return 2, middle
     if kind == "d":
-        return m, 2
+        return middle, 2
     if kind == "rd":
         return 2, 2
     raise ValueError(f"unknown cell kind {kind!r}; known: r, d, rd")
@@ -61,12 +61,12 @@ _RD_ROUTES = {
 }
 
 
-def routes(kind: str, mode, m: int = 2) -> list:
+def routes(kind: str, mode, middle: int = 2) -> list:
     """The routes of ``mode`` (validated; one-line ``ValueError`` for a mode the cell lacks)."""
     if kind == "r":
         if not isinstance(mode, RMode):
             raise ValueError(f"R-microswitch mode must be an RMode, got {mode!r}")
-        mode.validate(m)
+        mode.validate(middle)
         s0, s1 = mode.sel
         if mode.reduce:
             return [Route((0, 1), (s0,))]
@@ -74,7 +74,7 @@ def routes(kind: str, mode, m: int = 2) -> list:
     if kind == "d":
         if not isinstance(mode, DMode):
             raise ValueError(f"D-microswitch mode must be a DMode, got {mode!r}")
-        mode.validate(m)
+        mode.validate(middle)
         if mode.broadcast:
             return [Route((mode.src[0],), (0, 1))]
         return [Route((s,), (j,)) for j, s in enumerate(mode.src) if s is not None]
@@ -85,12 +85,12 @@ def routes(kind: str, mode, m: int = 2) -> list:
     raise ValueError(f"unknown cell kind {kind!r}; known: r, d, rd")
 
 
-def used_inputs(kind, mode, m=2) -> list:
-    return sorted({i for r in routes(kind, mode, m) for i in r.inputs})
+def used_inputs(kind, mode, middle=2) -> list:
+    return sorted({i for r in routes(kind, mode, middle) for i in r.inputs})
 
 
-def used_outputs(kind, mode, m=2) -> list:
-    return sorted({o for r in routes(kind, mode, m) for o in r.outputs})
+def used_outputs(kind, mode, middle=2) -> list:
+    return sorted({o for r in routes(kind, mode, middle) for o in r.outputs})
 
 
 def mode_name(kind, mode) -> str:
@@ -114,7 +114,7 @@ def _beats(x, lanes):
     return a.astype(np.uint32)
 
 
-def expected_outputs(kind: str, mode, inputs, dtype: str, m: int = 2, lanes: int | None = None):
+def expected_outputs(kind: str, mode, inputs, dtype: str, middle: int = 2, lanes: int | None = None):
     """Expected beats on every output.
 
     ``inputs``: one entry per input port, each an array ``(n, lanes)`` of bit patterns (or
@@ -122,15 +122,15 @@ def expected_outputs(kind: str, mode, inputs, dtype: str, m: int = 2, lanes: int
     array per output (empty for idle outputs). A sum delivers ``min(n0, n1)`` beats (a beat
     without a partner stays in its input).
     """
-    n_in, n_out = port_counts(kind, m)
+    n_in, n_out = port_counts(kind, middle)
     if len(inputs) != n_in:
-        raise ValueError(f"{kind} cell with m={m} has {n_in} inputs, got {len(inputs)} streams")
+        raise ValueError(f"{kind} cell with m={middle} has {n_in} inputs, got {len(inputs)} streams")
     if lanes is None:
         lanes = next((np.asarray(x).shape[-1] for x in inputs
                       if x is not None and np.asarray(x).ndim == 2), 1)
     ins = [_beats(x, lanes) for x in inputs]
     outs = [np.zeros((0, lanes), dtype=np.uint32) for _ in range(n_out)]
-    for r in routes(kind, mode, m):
+    for r in routes(kind, mode, middle):
         if r.is_sum:
             a, b = ins[r.inputs[0]], ins[r.inputs[1]]
             n = min(len(a), len(b))

@@ -32,7 +32,7 @@ import numpy as np
 
 from fred.hdl.dtypes import get_dtype
 from fred.hdl.modes import RDMode
-from fred.hdl.structure import Pin, fabric
+from fred.hdl.structure import Pin, netlist
 
 __all__ = ["GoldenError", "simulate", "simulate_result", "check_sums", "tree_reference", "random_inputs"]
 
@@ -48,13 +48,13 @@ def _add_fn(dtype, add):
     return lambda a, b: elem_add(dtype, a, b)
 
 
-def simulate(P, m, cell_modes, inputs, dtype="int32", add=None) -> dict:
-    """Run FRED_m(P) configured by ``cell_modes`` on ``inputs`` (port -> (n_beats, lanes) bits).
+def simulate(P, middle, cell_modes, inputs, dtype="int32", add=None) -> dict:
+    """Run FRED_middle(P) configured by ``cell_modes`` on ``inputs`` (port -> (n_beats, lanes) bits).
 
     ``add(a, b)`` overrides the element add (default ``golden_elem.add(dtype, a, b)``).
     Returns output port -> np.uint32 array for every output that receives data.
     """
-    fab = fabric(P, m)
+    net = netlist(P, middle)
     add = _add_fn(dtype, add)
     shape = None
     val = {}
@@ -67,15 +67,15 @@ def simulate(P, m, cell_modes, inputs, dtype="int32", add=None) -> dict:
         elif x.shape != shape:
             raise GoldenError(f"input port {p} has shape {x.shape}, others {shape}")
         val[Pin(None, "in", p)] = x.astype(np.uint32)
-    missing = [c for c in fab.cells if c not in cell_modes]
+    missing = [c for c in net.cells if c not in cell_modes]
     if missing:
         raise GoldenError(f"{len(missing)} cells have no mode, e.g. {missing[0]}")
 
-    for c in fab.cells:
-        mode, kind = cell_modes[c], fab.kind[c]
+    for c in net.cells:
+        mode, kind = cell_modes[c], net.kind[c]
 
         def get(i, need=True):
-            x = val.get(fab.driver[Pin(c, "in", i)])
+            x = val.get(net.driver[Pin(c, "in", i)])
             if x is None and need:
                 raise GoldenError(f"{c} ({kind}, mode {mode}) reads in{i}, which carries no data")
             return x
@@ -117,7 +117,7 @@ def simulate(P, m, cell_modes, inputs, dtype="int32", add=None) -> dict:
                 val[Pin(c, "out", k)] = np.asarray(x, dtype=np.uint32)
     res = {}
     for p in range(P):
-        x = val.get(fab.driver[Pin(None, "out", p)])
+        x = val.get(net.driver[Pin(None, "out", p)])
         if x is not None:
             res[p] = x
     return res
@@ -125,7 +125,7 @@ def simulate(P, m, cell_modes, inputs, dtype="int32", add=None) -> dict:
 
 def simulate_result(result, inputs, dtype="int32", add=None) -> dict:
     """:func:`simulate` with a :class:`fred.hdl.routing.RoutingResult`'s modes."""
-    return simulate(result.P, result.m, result.cell_modes, inputs, dtype, add)
+    return simulate(result.P, result.middle, result.cell_modes, inputs, dtype, add)
 
 
 def tree_reference(result, inputs, dtype="int32", add=None) -> dict:

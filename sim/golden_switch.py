@@ -79,7 +79,7 @@ def phases_from_json(items) -> dict:
 
 class SwitchModel:
     def __init__(self, ports, middle, lanes, dtype, phases: dict, fabric="fred", max_len=8):
-        self.P, self.m, self.lanes = ports, middle, lanes
+        self.P, self.middle, self.lanes = ports, middle, lanes
         self.dtype = get_dtype(dtype)
         self.flit_bits = lanes * self.dtype.width
         self.phases = dict(phases)
@@ -90,7 +90,7 @@ class SwitchModel:
     # -- fabric ---------------------------------------------------------------------------------
     def _route(self, idx):
         if idx not in self._routes:
-            self._routes[idx] = route(self.P, self.m, list(self.phases[idx][1]))
+            self._routes[idx] = route(self.P, self.middle, list(self.phases[idx][1]))
         return self._routes[idx]
 
     def fabric_outputs(self, idx, inputs: dict) -> dict:

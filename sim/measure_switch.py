@@ -180,7 +180,7 @@ def _build(P, m, lanes, dtype, fabric, depth=12, ctrl_depth=2, max_len=4, entrie
 def _base_config(sw, phases):
     from fred.sim.golden_switch import phases_to_json
     return {
-        "ports": sw.P, "middle": sw.m, "lanes": sw.lanes, "dtype": sw.dtype.name,
+        "ports": sw.P, "middle": sw.middle, "lanes": sw.lanes, "dtype": sw.dtype.name,
         "fabric": sw.fabric_kind, "depths": list(sw.depths), "max_len": sw.max_len,
         "credit_bits": sw.credit_bits, "phases": phases_to_json(phases),
         "cfg_words": sw.cfg_words(phases), "rx_credits": [120, 120, 120, 8], "credit_delay": 1,

@@ -54,20 +54,20 @@ DEFAULT_PAUSES = ((0.0, 0.0, 0.45), (0.5, 0.5, 0.45), (0.2, 0.9, 0.1))
 RESULTS_FILE = "cell_results.json"
 
 
-def representative_modes(kind, m):
-    """Modes the regression runs: every RD mode; for R/D cells with m middle ports, every
+def representative_modes(kind, middle):
+    """Modes the regression runs: every RD mode; for R/D cells with ``middle`` middle ports, every
     reduction / broadcast target, two-flow modes that send each input to every output (R) or
     feed each output from every input (D), and the single-flow modes at both ends."""
     if kind == "rd":
         return list(RDMode)
     if kind == "r":
-        return ([RMode((k, None), reduce=True) for k in range(m)]
-                + [RMode((k, (k + 1) % m)) for k in range(m)]
-                + [RMode((None, 0)), RMode((m - 1, None))])
+        return ([RMode((k, None), reduce=True) for k in range(middle)]
+                + [RMode((k, (k + 1) % middle)) for k in range(middle)]
+                + [RMode((None, 0)), RMode((middle - 1, None))])
     if kind == "d":
-        return ([DMode((k, k)) for k in range(m)]
-                + [DMode((k, (k + 1) % m)) for k in range(m)]
-                + [DMode((0, None)), DMode((None, m - 1))])
+        return ([DMode((k, k)) for k in range(middle)]
+                + [DMode((k, (k + 1) % middle)) for k in range(middle)]
+                + [DMode((0, None)), DMode((None, middle - 1))])
     raise ValueError(f"unknown cell kind {kind!r}; known: r, d, rd")
 
 
@@ -123,14 +123,14 @@ class CellMonitor:
 class CellModel:
     """Golden expected outputs of the cell in one mode (plain numpy, fred.sim.golden_cells)."""
 
-    def __init__(self, kind, m, dtype, lanes):
-        self.kind, self.m, self.dtype, self.lanes = kind, m, dtype, lanes
+    def __init__(self, kind, middle, dtype, lanes):
+        self.kind, self.middle, self.dtype, self.lanes = kind, middle, dtype, lanes
 
     def stimulus(self, mode, n, rng):
         """Random input beats for every used input (sums get paired operand draws)."""
-        n_in, _ = gc.port_counts(self.kind, self.m)
+        n_in, _ = gc.port_counts(self.kind, self.middle)
         ins = [None] * n_in
-        for r in gc.routes(self.kind, mode, self.m):
+        for r in gc.routes(self.kind, mode, self.middle):
             a, b = random_operands(self.dtype, n * self.lanes, rng)
             ins[r.inputs[0]] = a.reshape(n, self.lanes)
             if r.is_sum:
@@ -138,7 +138,7 @@ class CellModel:
         return ins
 
     def expected(self, mode, ins):
-        return gc.expected_outputs(self.kind, mode, ins, self.dtype, self.m, lanes=self.lanes)
+        return gc.expected_outputs(self.kind, mode, ins, self.dtype, self.middle, lanes=self.lanes)
 
 
 class CellChecker:
@@ -182,7 +182,7 @@ class CellTestbench:
 
     def __init__(self, dut, cfg, seed):
         self.dut, self.cfg = dut, cfg
-        self.kind, self.m = cfg["kind"], cfg["m"]
+        self.kind, self.middle = cfg["kind"], cfg["middle"]
         self.lanes, self.dtype = cfg["lanes"], cfg["dtype"]
         self.width = cfg["width"]
         self.latency = cfg["latency"]
@@ -192,8 +192,8 @@ class CellTestbench:
         self.pauses = [tuple(p) for p in cfg.get("pauses", DEFAULT_PAUSES)]
         self.rng = random.Random(seed)
         self.nprng = np.random.default_rng(seed)
-        self.n_in, self.n_out = gc.port_counts(self.kind, self.m)
-        self.model = CellModel(self.kind, self.m, self.dtype, self.lanes)
+        self.n_in, self.n_out = gc.port_counts(self.kind, self.middle)
+        self.model = CellModel(self.kind, self.middle, self.dtype, self.lanes)
         self.checker = CellChecker(self.dtype)
         self.results: list[PhaseResult] = []
 
@@ -226,10 +226,10 @@ class CellTestbench:
 
     async def _phase(self, mode, idle, stall, n):
         name = gc.mode_name(self.kind, mode)
-        what = f"{self.kind} m={self.m} {self.dtype} x{self.lanes} mode {name} " \
+        what = f"{self.kind} m={self.middle} {self.dtype} x{self.lanes} mode {name} " \
                f"(idle {idle}, stall {stall})"
-        routes = gc.routes(self.kind, mode, self.m)
-        used_in = gc.used_inputs(self.kind, mode, self.m)
+        routes = gc.routes(self.kind, mode, self.middle)
+        used_in = gc.used_inputs(self.kind, mode, self.middle)
         unused_in = [k for k in range(self.n_in) if k not in used_in]
         self.drv.set_idle(idle)
         self.mon.set_stall(stall)
@@ -302,7 +302,7 @@ class CellReport:
     """Figures of one cell regression: per mode, beats checked, latency and beats/cycle."""
 
     kind: str
-    m: int
+    middle: int
     lanes: int
     dtype: str
     latency: int
@@ -324,7 +324,7 @@ class CellReport:
         return out
 
     def table(self) -> str:
-        head = (f"{self.kind} cell m={self.m} lanes={self.lanes} {self.dtype}: latency "
+        head = (f"{self.kind} cell m={self.middle} lanes={self.lanes} {self.dtype}: latency "
                 f"{self.latency} cycles, seed {self.seed}, {self.checked} output beats checked "
                 f"bit-exact in {self.seconds:.1f} s")
         rows = [f"  {'mode':<12} {'beats':>7} {'latency':>8} {'beats/cycle':>12}"]
@@ -339,14 +339,14 @@ def regression_config(cell, modes, beats, pauses=DEFAULT_PAUSES) -> dict:
     kind = cell.kind
     # the runner passes the modes to the bench as JSON (fred.hdl.modes.mode_to_json)
     modes = [RDMode.parse(md) if kind == "rd" else md for md in modes]
-    codes = [cell.encode(md) if kind == "rd" else cell.encode(md, cell.m) for md in modes]
-    return {"kind": kind, "m": cell.m, "lanes": cell.lanes, "dtype": cell.dtype.name,
+    codes = [cell.encode(md) if kind == "rd" else cell.encode(md, cell.middle) for md in modes]
+    return {"kind": kind, "middle": cell.middle, "lanes": cell.lanes, "dtype": cell.dtype.name,
             "width": cell.width, "latency": cell.latency, "beats": int(beats),
             "modes": [mode_to_json(md) for md in modes], "codes": codes,
             "pauses": [list(p) for p in pauses]}
 
 
-def run_cell_regression(kind, *, m=3, lanes=4, dtype="fp16", beats=10_000, seed=None,
+def run_cell_regression(kind, *, middle=3, lanes=4, dtype="fp16", beats=10_000, seed=None,
                         modes=None, pauses=DEFAULT_PAUSES, fault=None, waves=None,
                         tag=None) -> CellReport:
     """Build one cell under Verilator and run its regression; return the figures.
@@ -358,9 +358,9 @@ def run_cell_regression(kind, *, m=3, lanes=4, dtype="fp16", beats=10_000, seed=
 
     if not isinstance(beats, int) or beats < 1:
         raise ValueError(f"beats must be >= 1, got {beats}")
-    cell = build_cell(kind, m=m, lanes=lanes, dtype=dtype, fault=fault)
+    cell = build_cell(kind, middle=middle, lanes=lanes, dtype=dtype, fault=fault)
     if modes is None:
-        modes = representative_modes(kind, cell.m)
+        modes = representative_modes(kind, cell.middle)
     cfg = regression_config(cell, modes, beats, pauses)
     name = cell.verilog_name
     t0 = time.perf_counter()
@@ -369,16 +369,16 @@ def run_cell_regression(kind, *, m=3, lanes=4, dtype="fp16", beats=10_000, seed=
                         tag=tag or f"cell-{kind}" + (f"-{fault}" if fault else ""),
                         config=cfg, seed=seed, waves=waves)
     data = json.loads((Path(results).parent / RESULTS_FILE).read_text())
-    return CellReport(kind, cell.m, cell.lanes, cell.dtype.name, cell.latency, data["seed"],
+    return CellReport(kind, cell.middle, cell.lanes, cell.dtype.name, cell.latency, data["seed"],
                       data["checked"], data["phases"], time.perf_counter() - t0,
                       str(Path(results).parent))
 
 
 def main():
-    """``make bench``: latency and beats/cycle of each cell (fp16, 4 lanes, m = 3)."""
+    """``make bench``: latency and beats/cycle of each cell (fp16, 4 lanes, middle = 3)."""
     beats = int(os.environ.get("FRED_CELL_BEATS", "2000"))
     for kind in ("rd", "r", "d"):
-        rep = run_cell_regression(kind, m=3, lanes=4, dtype="fp16", beats=beats,
+        rep = run_cell_regression(kind, middle=3, lanes=4, dtype="fp16", beats=beats,
                                   seed=int(os.environ.get("FRED_SEED", "1"), 0))
         print(rep.table(), flush=True)
 

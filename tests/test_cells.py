@@ -46,7 +46,7 @@ def run_cell(cell, mode, inputs, *, idle=0.0, stall=0.0, seed=1, max_cycles=None
     """
     if phases is None:
         phases = [(mode, inputs)]
-    kind, m = cell.kind, cell.m
+    kind, m = cell.kind, cell.middle
     n_in, n_out = gc.port_counts(kind, m)
     W, L = cell.width, cell.lanes
     rng = random.Random(seed)
@@ -139,9 +139,9 @@ def _inputs(kind, mode, m, dtype, lanes, n, rng):
 
 def _check(cell, mode, n=60, idle=0.3, stall=0.3, seed=5):
     rng = np.random.default_rng(seed)
-    ins = _inputs(cell.kind, mode, cell.m, cell.dtype.name, cell.lanes, n, rng)
+    ins = _inputs(cell.kind, mode, cell.middle, cell.dtype.name, cell.lanes, n, rng)
     res, logs = run_cell(cell, mode, ins, idle=idle, stall=stall, seed=seed)
-    exp = gc.expected_outputs(cell.kind, mode, ins, cell.dtype.name, cell.m, lanes=cell.lanes)
+    exp = gc.expected_outputs(cell.kind, mode, ins, cell.dtype.name, cell.middle, lanes=cell.lanes)
     for j, (g, e) in enumerate(zip(res[0], exp)):
         assert np.array_equal(np.asarray(g, dtype=np.uint32).reshape(-1, cell.lanes), e), \
             f"{gc.mode_name(cell.kind, mode)}: output {j} differs"
@@ -152,7 +152,7 @@ def _check(cell, mode, n=60, idle=0.3, stall=0.3, seed=5):
 
 def _all_phases(cell, modes, n, seed):
     rng = np.random.default_rng(seed)
-    return [(md, _inputs(cell.kind, md, cell.m, cell.dtype.name, cell.lanes, n, rng))
+    return [(md, _inputs(cell.kind, md, cell.middle, cell.dtype.name, cell.lanes, n, rng))
             for md in modes]
 
 
@@ -162,7 +162,7 @@ def _all_phases(cell, modes, n, seed):
     ("d", 3, "fp32", 1), ("d", 4, "int32", 2),
 ])
 def test_every_mode_golden(kind, m, dtype, lanes):
-    cell = build_cell(kind, m=m, lanes=lanes, dtype=dtype)
+    cell = build_cell(kind, middle=m, lanes=lanes, dtype=dtype)
     modes = type(cell).all_modes(m)
     phases = _all_phases(cell, modes, 24, seed=11)
     res, logs = run_cell(cell, None, None, idle=0.3, stall=0.4, seed=3, phases=phases)
@@ -179,7 +179,7 @@ def test_every_mode_golden(kind, m, dtype, lanes):
     ("d", DMode((2, 2))), ("d", DMode((0, 1))),
 ])
 def test_latency_and_full_rate(kind, mode):
-    cell = build_cell(kind, m=3, lanes=2, dtype="fp16")
+    cell = build_cell(kind, middle=3, lanes=2, dtype="fp16")
     log = _check(cell, mode, n=40, idle=0.0, stall=0.0)
     assert log["first_in"] == 0
     assert log["first_out"] == cell.latency == cell_latency("fp16") == 3
@@ -195,12 +195,12 @@ def test_int32_latency():
 
 def _independence(cell, mode, busy_in, busy_out, blocked_out):
     """Flow on busy_in -> busy_out keeps full rate while blocked_out never takes a beat."""
-    n_in, n_out = gc.port_counts(cell.kind, cell.m)
+    n_in, n_out = gc.port_counts(cell.kind, cell.middle)
     W, L = cell.width, cell.lanes
     moved = {"n": 0, "cycles": 0}
 
     async def bench(ctx):
-        ctx.set(_raw(cell.config), cell.encode(mode, cell.m) if cell.kind != "rd" else cell.encode(mode))
+        ctx.set(_raw(cell.config), cell.encode(mode, cell.middle) if cell.kind != "rd" else cell.encode(mode))
         for k in range(n_in):
             ctx.set(cell.i[k].valid, 1)
             ctx.set(cell.i[k].payload.as_value(), k + 1)
@@ -285,13 +285,13 @@ def test_corrupt_lane_fault_is_caught():
 # ---- parameters, modes, encodings ------------------------------------------------------------
 
 @pytest.mark.parametrize("ctor,msg", [
-    (lambda: RCell(1, 4, "fp16"), "m must be >= 2, got 1"),
-    (lambda: DCell(0, 4, "fp16"), "m must be >= 2, got 0"),
+    (lambda: RCell(1, 4, "fp16"), "middle must be >= 2, got 1"),
+    (lambda: DCell(0, 4, "fp16"), "middle must be >= 2, got 0"),
     (lambda: RCell(3, 0, "fp16"), "lanes must be >= 1, got 0"),
     (lambda: RDCell(-2, "fp16"), "lanes must be >= 1, got -2"),
     (lambda: RDCell(4, "fp8"), "unknown element type 'fp8'; known: fp16, bf16, fp32, int32"),
     (lambda: DCell(3, 4, "float16"), "unknown element type 'float16'"),
-    (lambda: RCell(2.5, 4, "fp16"), "m must be an integer, got 2.5"),
+    (lambda: RCell(2.5, 4, "fp16"), "middle must be an integer, got 2.5"),
     (lambda: RDCell(4, "fp16", fault="bogus"), "unknown fault 'bogus'"),
     (lambda: RCell.encode(RMode((3, None)), 3), "sel[0] 3 is out of range"),
     (lambda: RCell.encode(RMode((1, 1)), 3), "sends both inputs to output 1"),
@@ -348,9 +348,9 @@ def test_golden_cells_examples():
     assert s1.tolist() == [[0x4000, 0x7E00], [0x7E00, 0x0000]]   # 1+1, NaN, inf-inf, x + -x
     p0, p1 = gc.expected_outputs("rd", RDMode.CROSS, [a, b], "fp16")
     assert p0.tolist() == b.tolist() and p1.tolist() == a.tolist()  # payloads untouched
-    outs = gc.expected_outputs("r", RMode((2, None), reduce=True), [a, b[:1]], "fp16", m=3)
+    outs = gc.expected_outputs("r", RMode((2, None), reduce=True), [a, b[:1]], "fp16", middle=3)
     assert [len(o) for o in outs] == [0, 0, 1]                      # a sum pairs beats
-    outs = gc.expected_outputs("d", DMode((1, 1)), [None, a, b], "fp16", m=3)
+    outs = gc.expected_outputs("d", DMode((1, 1)), [None, a, b], "fp16", middle=3)
     assert outs[0].tolist() == outs[1].tolist() == a.tolist()
     i32 = gc.expected_outputs("rd", "sum_both", [[[0x7FFFFFFF]], [[1]]], "int32")
     assert i32[0].tolist() == i32[1].tolist() == [[0x80000000]]

@@ -59,7 +59,7 @@ def _id(p):
 def test_cell_regression(params):
     kind, m, dtype, lanes = params
     modes = representative_modes(kind, m)
-    rep = run_cell_regression(kind, m=m, lanes=lanes, dtype=dtype, beats=BEATS, modes=modes)
+    rep = run_cell_regression(kind, middle=m, lanes=lanes, dtype=dtype, beats=BEATS, modes=modes)
     print(rep.table())
     _check_report(rep, kind, m, dtype, lanes, modes)
 
@@ -80,7 +80,7 @@ def test_cell_regression_full(params):
     # every mode of every cell is checked exhaustively (fewer beats) under amaranth.sim in
     # tests/test_cells.py and with `fred sim cell --all-modes`; here the representative set
     modes = representative_modes(kind, m)
-    rep = run_cell_regression(kind, m=m, lanes=lanes, dtype=dtype, beats=BEATS, modes=modes)
+    rep = run_cell_regression(kind, middle=m, lanes=lanes, dtype=dtype, beats=BEATS, modes=modes)
     print(rep.table())
     _check_report(rep, kind, m, dtype, lanes, modes)
 
@@ -128,7 +128,7 @@ _LINT = [("rd", 2, "fp16", 4), ("r", 3, "fp16", 4), ("d", 3, "fp16", 4),
 @pytest.mark.parametrize("params", _LINT, ids=[_id(p) for p in _LINT])
 def test_lint_clean(params):
     kind, m, dtype, lanes = params
-    cell = build_cell(kind, m=m, lanes=lanes, dtype=dtype)
+    cell = build_cell(kind, middle=m, lanes=lanes, dtype=dtype)
     assert lint(emit(cell, cell.verilog_name), cell.verilog_name) == []
 
 

@@ -10,7 +10,7 @@ from fred.hdl.fabric import (MAX_RTL_PORTS, DemuxCell, Fabric, MuxCell, check_fa
                              config_bits, config_layout, config_width, decode_config,
                              fabric_latency)
 from fred.hdl.modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode
-from fred.hdl.structure import fabric as flat_fabric, stages
+from fred.hdl.structure import netlist, stages
 
 
 # ---------------------------------------------------------------------------------------------
@@ -127,7 +127,7 @@ def test_demux_mux_encode_and_bad_modes():
 def test_config_layout_covers_every_cell_once(P, m):
     lay = config_layout(P, m)
     cells = [c for c, _, _ in lay]
-    assert sorted(cells) == sorted(flat_fabric(P, m).cells)      # same cells as structure.py
+    assert sorted(cells) == sorted(netlist(P, m).cells)      # same cells as structure.py
     off = 0
     for c, o, w in lay:                                         # contiguous, no overlap
         assert o == off and w > 0

@@ -14,7 +14,7 @@ from fred.hdl.flows import Flow, Phase, expand, parse_flow, parse_ports, validat
 from fred.hdl.modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode, idle_mode
 from fred.hdl.routing import RoutingError, RoutingResult, _materialise, routable, route, route_phases
 from fred.hdl.routing_check import check_and_trees
-from fred.hdl.structure import (MAX_CELLS, Fabric, Pin, cell_counts, check_params, depth, fabric,
+from fred.hdl.structure import (MAX_CELLS, Netlist, Pin, cell_counts, check_params, depth, netlist,
                                 instance_ports, stages, total_cells)
 from fred.sim.golden_fabric import (GoldenError, check_sums, random_inputs, simulate_result,
                                     tree_reference)
@@ -104,7 +104,7 @@ def test_stage_recursion_and_counts():
 
 @pytest.mark.parametrize("P,m", [(2, 2), (3, 2), (5, 3), (8, 2), (12, 3), (20, 3), (23, 2)])
 def test_structure_wiring(P, m):
-    fab = Fabric(P, m)
+    fab = Netlist(P, m)
     assert len(fab.cells) == total_cells(P, m) == sum(fab.counts.values())
     srcs = fab.sinks()
     assert all(len(v) == 1 for v in srcs.values())          # every source drives one sink
@@ -240,23 +240,23 @@ def test_collective_phases_route_and_compute(name, m):
 def test_result_fields():
     res = route(8, 3, ["0,1,2>0,1,2", "3>4,5"])
     assert isinstance(res, RoutingResult)
-    fab = fabric(8, 3)
+    fab = netlist(8, 3)
     assert set(res.cell_modes) == set(fab.cells)
-    assert res.stages == 5 and res.P == 8 and res.m == 3
+    assert res.stages == 5 and res.P == 8 and res.middle == 3
     assert res.flows == (Flow({0, 1, 2}, {0, 1, 2}), Flow({3}, {4, 5}))
     # all-reduce: 0+1 in top/in0, then +2 in the middle copy's R cell
     (a, b) = res.reductions[0]
-    k = res.middle[0][()]
+    k = res.copies[0][()]
     assert a.cell == CellAddr((), "in", 0) and a.left == {0} and a.right == {1}
     assert b.cell == CellAddr((k,), "in", 0) and b.left == {0, 1} and b.right == {2}
     assert res.trees == ["((0+1)+2)", "3"]
     assert res.cell_modes[CellAddr((), "in", 0)] == RMode((k, None), reduce=True)
-    assert res.cell_modes[CellAddr((), "out", 2)] == DMode((res.middle[1][()],) * 2)   # broadcast 4,5
+    assert res.cell_modes[CellAddr((), "out", 2)] == DMode((res.copies[1][()],) * 2)   # broadcast 4,5
     assert CellAddr((), "out", 2) in res.broadcasts[1]
     assert res.output_flow == {0: 0, 1: 0, 2: 0, 4: 1, 5: 1}
     # unused cells are idle
     for c in fab.cells:
-        if c.path and c.path[0] not in (res.middle[0][()], res.middle[1][()]):
+        if c.path and c.path[0] not in (res.copies[0][()], res.copies[1][()]):
             assert res.cell_modes[c] == idle_mode(fab.kind[c])
     doc = json.loads(res.to_json())
     assert doc["flows"][0]["reduction_tree"] == "((0+1)+2)" and len(doc["cells"]) == len(fab.cells)
@@ -322,12 +322,12 @@ def test_golden_detects_every_wrong_mode(P, m, flows):
     rng = np.random.default_rng(0)
     x = random_inputs(P, res.flows, 2, 2, "int32", rng)
     check_sums(res.flows, x, simulate_result(res, x))
-    used = [c for c in res.fabric.cells
-            if res.cell_modes[c] != idle_mode(res.fabric.kind[c]) or res.fabric.kind[c] == "RD"]
+    used = [c for c in res.netlist.cells
+            if res.cell_modes[c] != idle_mode(res.netlist.kind[c]) or res.netlist.kind[c] == "RD"]
     checked = 0
     for c in used:
         mode = res.cell_modes[c]
-        if res.fabric.kind[c] == "RD" and not _rd_used(res, c):
+        if res.netlist.kind[c] == "RD" and not _rd_used(res, c):
             continue
         for bad in _mutations(mode, m):
             if bad == mode:
@@ -345,8 +345,8 @@ def _rd_used(res, c):
     """Does some flow pass through RD cell c (its instance is on the flow's path)?"""
     for i in range(len(res.flows)):
         path = ()
-        while path in res.middle[i]:
-            path = path + (res.middle[i][path],)
+        while path in res.copies[i]:
+            path = path + (res.copies[i][path],)
         if path == c.path:
             return True
     return False
@@ -354,7 +354,7 @@ def _rd_used(res, c):
 
 def _brute_force_routable(P, m, flows):
     """Independent oracle: try every assignment of middle copies (paths), check structurally."""
-    fab = fabric(P, m)
+    fab = netlist(P, m)
     D = depth(P)
     flows = validate_flows(flows, P)
     for paths in itertools.product(itertools.product(range(m), repeat=D), repeat=len(flows)):
@@ -553,4 +553,4 @@ def test_regress_study_full():
     from fred.hdl.study import study
 
     rows = study(samples=50, seed=2)
-    assert all(all(r.paper.values()) for r in rows if r.m == 3)
+    assert all(all(r.paper.values()) for r in rows if r.middle == 3)

@@ -53,11 +53,11 @@ def run(args):
     check_cell_params(args.kind, args.middle, args.lanes, args.dtype)
     if args.beats < 1:
         raise ValueError(f"beats must be >= 1, got {args.beats}")
-    m = 2 if args.kind == "rd" else args.middle
-    modes = (CELL_CLASSES[args.kind].all_modes(m) if args.all_modes
-             else representative_modes(args.kind, m))
+    middle = 2 if args.kind == "rd" else args.middle
+    modes = (CELL_CLASSES[args.kind].all_modes(middle) if args.all_modes
+             else representative_modes(args.kind, middle))
     try:
-        rep = run_cell_regression(args.kind, m=args.middle, lanes=args.lanes, dtype=args.dtype,
+        rep = run_cell_regression(args.kind, middle=args.middle, lanes=args.lanes, dtype=args.dtype,
                                   beats=args.beats, seed=args.seed, modes=modes,
                                   waves=args.waves or None)
     except AssertionError as exc:
