@@ -46,6 +46,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .dtypes import ElemType, get_dtype
+from .params import check_lanes, rejecting
 
 __all__ = ["ElementAdder", "VectorAdder", "adder_latency"]
 
@@ -55,13 +56,6 @@ _LATENCY = {"int32": 1, "fp16": 3, "bf16": 3, "fp32": 3}
 def adder_latency(dtype) -> int:
     """Pipeline depth in cycles of :class:`ElementAdder` for ``dtype``."""
     return _LATENCY[get_dtype(dtype).name]
-
-
-def _rejected(component, msg) -> ValueError:
-    """``ValueError(msg)`` for a constructor to raise, with Amaranth's UnusedElaboratable
-    warning for the half-built component silenced (bad input gives one line, nothing else)."""
-    component._MustUse__silence = True
-    return ValueError(msg)
 
 
 def _clz(m, v, name):
@@ -86,10 +80,8 @@ class ElementAdder(wiring.Component):
     """
 
     def __init__(self, dtype):
-        try:
+        with rejecting(self):
             self.dtype = get_dtype(dtype)
-        except ValueError as exc:
-            raise _rejected(self, str(exc)) from None
         self.latency = adder_latency(self.dtype)
         w = self.dtype.width
         super().__init__({"a": In(w), "b": In(w), "en": In(1), "y": Out(w)})
@@ -225,15 +217,9 @@ class VectorAdder(wiring.Component):
     """
 
     def __init__(self, dtype, lanes):
-        try:
+        with rejecting(self):
             self.dtype = get_dtype(dtype)
-        except ValueError as exc:
-            raise _rejected(self, str(exc)) from None
-        if not isinstance(lanes, int) or isinstance(lanes, bool):
-            raise _rejected(self, f"lanes must be an integer, got {lanes!r}")
-        if lanes < 1:
-            raise _rejected(self, f"lanes must be >= 1, got {lanes}")
-        self.lanes = lanes
+            self.lanes = check_lanes(lanes)
         self.latency = adder_latency(self.dtype)
         lay = data.ArrayLayout(self.dtype.width, lanes)
         super().__init__({"a": In(lay), "b": In(lay), "en": In(1), "y": Out(lay)})

@@ -67,7 +67,8 @@ holds its bubbles (no compaction), so throughput under random back-pressure is b
 link-level maximum, never above it.
 
 Bad parameters (``middle < 2``, ``lanes < 1``, an unknown element type, an unknown ``fault``, a mode
-a cell does not have) raise a one-line ``ValueError`` naming the value.
+a cell does not have) raise a one-line ``ValueError`` naming the value (``TypeError`` for a
+``middle`` or ``lanes`` that is not an integer; :mod:`fred.hdl.params`).
 
 ``fault="corrupt-lane"`` builds a deliberately broken cell that flips bit 0 of the last lane of
 every *sum* (the adder output); it exists only so a test can prove the checker fails.
@@ -82,6 +83,7 @@ from amaranth.lib.wiring import In, Out
 from .adders import VectorAdder, adder_latency
 from .dtypes import dtype_names, get_dtype
 from .modes import DMode, RDMode, RMode
+from .params import check_lanes, check_middle, rejecting
 
 __all__ = ["RCell", "DCell", "RDCell", "cell_latency", "stream_signature", "FAULTS",
            "CELL_CLASSES", "build_cell", "check_cell_params", "verilog_arguments",
@@ -96,17 +98,11 @@ def cell_latency(dtype) -> int:
     return adder_latency(get_dtype(dtype))
 
 
-def stream_signature(dtype, lanes: int) -> stream.Signature:
-    """The stream signature of every cell port: ``lanes`` elements of ``dtype`` per beat."""
+def stream_signature(lanes: int, dtype) -> stream.Signature:
+    """The stream signature of every cell and fabric port:
+    ``stream.Signature(data.ArrayLayout(width, lanes))``, ``lanes`` elements of ``dtype`` per
+    beat (lane 0 in the low bits)."""
     return stream.Signature(data.ArrayLayout(get_dtype(dtype).width, lanes))
-
-
-def _check_int(name, value, low):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return value
 
 
 def _sel_width(m: int) -> int:
@@ -129,11 +125,12 @@ class _Cell(wiring.Component):
     kind = "?"
 
     def __init__(self, signature, *, dtype, lanes, fault=None):
-        self.dtype = get_dtype(dtype)
-        self.lanes = _check_int("lanes", lanes, 1)
-        if fault not in FAULTS:
-            raise ValueError(f"unknown fault {fault!r}; known: "
-                             + ", ".join(f for f in FAULTS if f))
+        with rejecting(self):
+            self.dtype = get_dtype(dtype)
+            self.lanes = check_lanes(lanes)
+            if fault not in FAULTS:
+                raise ValueError(f"unknown fault {fault!r}; known: "
+                                 + ", ".join(f for f in FAULTS if f))
         self.fault = fault
         self.latency = cell_latency(self.dtype)
         self.width = self.dtype.width
@@ -258,23 +255,23 @@ class RCell(_Cell):
     kind = "r"
 
     def __init__(self, middle, lanes, dtype, *, fault=None):
-        self.middle = _check_int("middle", middle, 2)
-        sig = stream_signature(dtype, _check_int("lanes", lanes, 1))
+        with rejecting(self):
+            self.middle = check_middle(middle)
+            sig = stream_signature(check_lanes(lanes), dtype)
         super().__init__({"i": In(sig).array(2), "o": Out(sig).array(middle),
                           "config": In(self.config_layout(middle))},
                          dtype=dtype, lanes=lanes, fault=fault)
 
     @staticmethod
     def config_layout(middle) -> data.StructLayout:
-        _check_int("middle", middle, 2)
-        w = _sel_width(middle)
+        w = _sel_width(check_middle(middle))
         return data.StructLayout({"sel0": unsigned(w), "use0": 1, "sel1": unsigned(w),
                                   "use1": 1, "reduce": 1})
 
     @classmethod
     def encode(cls, mode, middle) -> int:
         """Validated :class:`RMode` -> the ``config`` integer."""
-        _check_int("middle", middle, 2)
+        check_middle(middle)
         if not isinstance(mode, RMode):
             raise ValueError(f"R-microswitch mode must be an RMode, got {mode!r}")
         mode.validate(middle)
@@ -325,23 +322,23 @@ class DCell(_Cell):
     kind = "d"
 
     def __init__(self, middle, lanes, dtype, *, fault=None):
-        self.middle = _check_int("middle", middle, 2)
-        sig = stream_signature(dtype, _check_int("lanes", lanes, 1))
+        with rejecting(self):
+            self.middle = check_middle(middle)
+            sig = stream_signature(check_lanes(lanes), dtype)
         super().__init__({"i": In(sig).array(middle), "o": Out(sig).array(2),
                           "config": In(self.config_layout(middle))},
                          dtype=dtype, lanes=lanes, fault=fault)
 
     @staticmethod
     def config_layout(middle) -> data.StructLayout:
-        _check_int("middle", middle, 2)
-        w = _sel_width(middle)
+        w = _sel_width(check_middle(middle))
         return data.StructLayout({"src0": unsigned(w), "use0": 1, "src1": unsigned(w),
                                   "use1": 1})
 
     @classmethod
     def encode(cls, mode, middle) -> int:
         """Validated :class:`DMode` -> the ``config`` integer."""
-        _check_int("middle", middle, 2)
+        check_middle(middle)
         if not isinstance(mode, DMode):
             raise ValueError(f"D-microswitch mode must be a DMode, got {mode!r}")
         mode.validate(middle)
@@ -417,7 +414,8 @@ class RDCell(_Cell):
     middle = 2
 
     def __init__(self, lanes, dtype, *, fault=None):
-        sig = stream_signature(dtype, _check_int("lanes", lanes, 1))
+        with rejecting(self):
+            sig = stream_signature(check_lanes(lanes), dtype)
         super().__init__({"i": In(sig).array(2), "o": Out(sig).array(2), "config": In(3)},
                          dtype=dtype, lanes=lanes, fault=fault)
 
@@ -472,8 +470,8 @@ def check_cell_params(kind, middle, lanes, dtype) -> None:
     """Validate cell parameters without building (one-line ``ValueError`` naming the value)."""
     if kind not in CELL_CLASSES:
         raise ValueError(f"unknown cell kind {kind!r}; known: r, d, rd")
-    _check_int("middle", middle, 2)
-    _check_int("lanes", lanes, 1)
+    check_middle(middle)
+    check_lanes(lanes)
     get_dtype(dtype)
 
 
@@ -481,7 +479,7 @@ def build_cell(kind, *, middle=3, lanes=4, dtype="fp16", fault=None):
     """Build a cell by kind name (``"r"``, ``"d"``, ``"rd"``; ``middle`` is validated but ignored
     for rd)."""
     if kind == "rd":
-        _check_int("middle", middle, 2)  # ignored, but must be a valid fabric parameter
+        check_middle(middle)  # ignored, but must be a valid fabric parameter
         return RDCell(lanes, dtype, fault=fault)
     if kind in CELL_CLASSES:
         return CELL_CLASSES[kind](middle, lanes, dtype, fault=fault)

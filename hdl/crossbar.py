@@ -46,19 +46,19 @@ from amaranth.lib.wiring import In, Out
 
 from .adders import VectorAdder, adder_latency
 from .dtypes import get_dtype
+from .params import check_lanes, check_ports, rejecting
 
 __all__ = ["Crossbar", "crossbar_config", "VARIANTS", "crossbar_latency", "crossbar_throughput",
            "tree_order", "verilog_arguments", "verilog_build"]
 
 VARIANTS = ("tree", "serial")
+#: largest crossbar generated: it has P^2 adders per lane (tree) or P (serial)
+MAX_PORTS = 64
 
 
 def _check(ports, lanes, variant):
-    for name, v, low in (("ports", ports, 2), ("lanes", lanes, 1)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < low:
-            raise ValueError(f"crossbar {name} must be an integer >= {low}, got {v!r}")
-    if ports > 64:
-        raise ValueError(f"crossbar ports {ports} too large: at most 64 (P^2 adders)")
+    check_ports(ports, MAX_PORTS, "the crossbar has P^2 adders")
+    check_lanes(lanes)
     if variant not in VARIANTS:
         raise ValueError(f"unknown crossbar variant {variant!r}; known: {', '.join(VARIANTS)}")
 
@@ -138,9 +138,10 @@ class Crossbar(wiring.Component):
     """
 
     def __init__(self, ports: int, lanes: int, dtype="fp16", variant: str = "tree"):
-        _check(ports, lanes, variant)
+        with rejecting(self):
+            _check(ports, lanes, variant)
+            self.dtype = get_dtype(dtype)
         self.ports, self.lanes, self.variant = ports, lanes, variant
-        self.dtype = get_dtype(dtype)
         self.adder_latency = adder_latency(self.dtype)
         self.latency = crossbar_latency(ports, self.dtype, variant, ports)
         self.adders_per_output = ports - 1 if variant == "tree" else 1
@@ -363,13 +364,18 @@ class Crossbar(wiring.Component):
         ]
 
 
-# ---- `fred verilog crossbar` style hooks (not registered in cli_verilog; used by run/compare) --
+# ---- fred verilog crossbar ----------------------------------------------------------------------
 
 def verilog_arguments(parser, target="crossbar"):
-    parser.add_argument("--ports", type=int, required=True)
-    parser.add_argument("--lanes", type=int, default=4)
-    parser.add_argument("--dtype", default="fp16")
-    parser.add_argument("--variant", choices=VARIANTS, default="tree")
+    parser.add_argument("--ports", type=int, required=True, metavar="P",
+                        help=f"crossbar ports P (2..{MAX_PORTS})")
+    parser.add_argument("--lanes", type=int, default=4, metavar="L",
+                        help="elements per beat (default 4)")
+    parser.add_argument("--dtype", default="fp16", metavar="T",
+                        help="element type: fp16, bf16, fp32, int32 (default fp16)")
+    parser.add_argument("--variant", choices=VARIANTS, default="tree",
+                        help="tree: line rate, P-1 adders per output; serial: one adder per "
+                             "output, 1/(n-1) of line rate (default tree)")
 
 
 def verilog_build(args, target="crossbar"):

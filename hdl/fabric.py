@@ -51,15 +51,19 @@ from __future__ import annotations
 from functools import lru_cache
 
 from amaranth.hdl import Module, Shape, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from fred.contract.checks import check_int
+
+from .cells import FAULTS, DCell, RCell, RDCell, stream_signature
 from .dtypes import get_dtype
 from .modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode
+from .params import check_lanes, check_middle, check_ports, rejecting
 from .structure import check_params, child_ports, depth, stages, total_cells
 
 __all__ = ["Fabric", "DemuxCell", "MuxCell", "config_layout", "config_width", "config_bits",
-           "fabric_latency", "stream_signature", "check_fabric_params", "MAX_RTL_PORTS",
+           "fabric_latency", "check_fabric_params", "MAX_RTL_PORTS",
            "MAX_RTL_WORK", "verilog_arguments", "verilog_build", "RD_CONFIG_WIDTH",
            "fabric_verilog_text", "decode_config", "cell_latencies"]
 
@@ -74,28 +78,13 @@ MAX_RTL_WORK = 4_000
 RD_CONFIG_WIDTH = 3
 
 
-def stream_signature(lanes: int, dtype) -> stream.Signature:
-    """``stream.Signature(data.ArrayLayout(width, lanes))``: one beat of ``lanes`` elements."""
-    return stream.Signature(data.ArrayLayout(get_dtype(dtype).width, lanes))
-
-
-def _check_lanes(lanes):
-    if not isinstance(lanes, int) or isinstance(lanes, bool):
-        raise ValueError(f"lanes {lanes!r} is not an integer")
-    if lanes < 1:
-        raise ValueError(f"lanes {lanes} is too small: a beat needs at least 1 lane")
-    if lanes > 1024:
-        raise ValueError(f"lanes {lanes} is too large: at most 1024 lanes per beat")
-
-
 def check_fabric_params(ports, middle, lanes=1, dtype="fp16") -> None:
-    """Validate RTL parameters; one-line ``ValueError`` naming the bad value."""
+    """Validate RTL parameters (:mod:`fred.hdl.params`): ``TypeError`` / one-line
+    ``ValueError`` naming the bad value."""
     check_params(ports, middle, build=False)
-    _check_lanes(lanes)
+    check_lanes(lanes)
     t = get_dtype(dtype)
-    if ports > MAX_RTL_PORTS:
-        raise ValueError(f"ports {ports} is too large for RTL generation: at most {MAX_RTL_PORTS} "
-                         f"(FRED_{middle}({ports}) would take too long to generate)")
+    check_ports(ports, MAX_RTL_PORTS, "RTL generation of a larger FRED_m(P) takes too long")
     n = total_cells(ports, middle)
     work = n * lanes * t.width // 16
     if work > MAX_RTL_WORK:
@@ -152,12 +141,11 @@ class _Pipe:
 
 def _check_mux_params(cell, middle, lanes, dtype, latency):
     """Validate and store the parameters shared by :class:`DemuxCell` and :class:`MuxCell`."""
-    if not isinstance(middle, int) or middle < 1:
-        raise ValueError(f"middle {middle!r} must be a positive integer")
-    _check_lanes(lanes)
-    if not isinstance(latency, int) or isinstance(latency, bool) or latency < 1:
-        raise ValueError(f"latency {latency!r} must be a positive integer")
-    cell.middle, cell.lanes, cell.dtype, cell.latency = middle, lanes, get_dtype(dtype), latency
+    with rejecting(cell):
+        check_middle(middle)
+        check_lanes(lanes)
+        check_int("latency", latency, 1)
+        cell.middle, cell.lanes, cell.dtype, cell.latency = middle, lanes, get_dtype(dtype), latency
 
 
 class DemuxCell(wiring.Component):
@@ -246,16 +234,10 @@ class MuxCell(wiring.Component):
 # ---------------------------------------------------------------------------------------------
 # configuration layout (pure Python; needs only the cells' class-level layouts)
 # ---------------------------------------------------------------------------------------------
-def _cells():
-    from . import cells  # imported lazily: the fabric module must import even without it
-    return cells
-
-
 @lru_cache(maxsize=None)
 def _widths(m: int) -> dict:
-    c = _cells()
-    return {"in": Shape.cast(c.RCell.config_layout(m)).width,
-            "out": Shape.cast(c.DCell.config_layout(m)).width,
+    return {"in": Shape.cast(RCell.config_layout(m)).width,
+            "out": Shape.cast(DCell.config_layout(m)).width,
             "rd": RD_CONFIG_WIDTH,
             "demux": _sel_width(m), "mux": _sel_width(m)}
 
@@ -301,18 +283,17 @@ def config_width(ports: int, middle: int) -> int:
 
 
 def _encode(cell: CellAddr, mode, m: int) -> int:
-    c = _cells()
     st = cell.stage
     if st == "in":
         mode = RMode() if mode is None else mode
         if not isinstance(mode, RMode):
             raise ValueError(f"cell {cell}: mode {mode!r} is not an RMode")
-        return c.RCell.encode(mode, m)
+        return RCell.encode(mode, m)
     if st == "out":
         mode = DMode() if mode is None else mode
         if not isinstance(mode, DMode):
             raise ValueError(f"cell {cell}: mode {mode!r} is not a DMode")
-        return c.DCell.encode(mode, m)
+        return DCell.encode(mode, m)
     if st == "rd":
         mode = RDMode.PASS if mode is None else RDMode.parse(mode)
         return mode.value
@@ -360,10 +341,9 @@ def cell_latencies(middle: int, lanes: int, dtype) -> dict:
 
 @lru_cache(maxsize=None)
 def _cell_latencies(middle, lanes, dtype):
-    c = _cells()
     # hdl/cells.py: every cell kind has latency cell_latency(dtype) in every mode
-    return (("R", c.RCell.cell_latency(dtype)), ("D", c.DCell.cell_latency(dtype)),
-            ("RD", c.RDCell.cell_latency(dtype)))
+    return (("R", RCell.cell_latency(dtype)), ("D", DCell.cell_latency(dtype)),
+            ("RD", RDCell.cell_latency(dtype)))
 
 
 def fabric_latency(ports: int, middle: int, lanes: int = 1, dtype="fp16") -> int:
@@ -413,10 +393,11 @@ class Fabric(wiring.Component):
     def __init__(self, ports: int, middle: int, lanes: int, dtype, *, fault=None, _path=(),
                  _checked=False, _shared=None):
         if not _checked:
-            check_fabric_params(ports, middle, lanes, dtype)
-            if fault not in _cells().FAULTS:
-                raise ValueError(f"unknown fault {fault!r}; known: "
-                                 + ", ".join(f for f in _cells().FAULTS if f))
+            with rejecting(self):
+                check_fabric_params(ports, middle, lanes, dtype)
+                if fault not in FAULTS:
+                    raise ValueError(f"unknown fault {fault!r}; known: "
+                                     + ", ".join(f for f in FAULTS if f))
         self.fault = fault
         self._shared = _shared  # None, or a dict module name -> cell (see fabric_verilog_text)
         self.ports, self.middle, self.lanes = ports, middle, lanes
@@ -445,7 +426,6 @@ class Fabric(wiring.Component):
         return _cell_instance(mod, name, cell, self._shared)
 
     def elaborate(self, platform):
-        c = _cells()
         mod = Module()
         P, m, L, t = self.ports, self.middle, self.lanes, self.dtype
         offsets = {cell: (off, w) for cell, off, w in self._layout}
@@ -455,7 +435,7 @@ class Fabric(wiring.Component):
             mod.d.comb += sig.eq(self.config[off:off + w])
 
         if P == 2:
-            rd = self._cell(mod, "rd", c.RDCell(L, t.name, fault=self.fault))
+            rd = self._cell(mod, "rd", RDCell(L, t.name, fault=self.fault))
             cfg(CellAddr((), "rd", 0), rd.config)
             for p in range(2):
                 wiring.connect(mod, wiring.flipped(self.i[p]), rd.i[p])
@@ -467,10 +447,10 @@ class Fabric(wiring.Component):
         lat = cell_latencies(m, L, t)
         rin, dout, mids = [], [], []
         for j in range(r):
-            rc = self._cell(mod, f"in{j}", c.RCell(m, L, t.name, fault=self.fault))
+            rc = self._cell(mod, f"in{j}", RCell(m, L, t.name, fault=self.fault))
             cfg(CellAddr((), "in", j), rc.config)
             rin.append(rc)
-            dc = self._cell(mod, f"out{j}", c.DCell(m, L, t.name, fault=self.fault))
+            dc = self._cell(mod, f"out{j}", DCell(m, L, t.name, fault=self.fault))
             cfg(CellAddr((), "out", j), dc.config)
             dout.append(dc)
         for k in range(m):

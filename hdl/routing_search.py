@@ -171,13 +171,11 @@ class PathCSP:
 
         def cands(d, prefix, dv):
             """Symmetry-reduced paths allowed by domain dv, in increasing order."""
-            used_any = False
             first_new = True
             for c in range(m):
                 key = prefix * m + c
                 start = key * block[d]
                 if cnt[d].get(key):
-                    used_any = True
                     if (dv >> start) & ((1 << block[d]) - 1):
                         if d + 1 == Dt:
                             yield key

@@ -31,6 +31,7 @@ from functools import lru_cache
 from typing import NamedTuple, Optional
 
 from .modes import CellAddr
+from .params import check_middle, check_ports
 
 __all__ = [
     "MAX_PORTS", "MAX_CELLS", "Pin", "Netlist", "check_params", "instance_ports", "stages",
@@ -48,24 +49,15 @@ MAX_CELLS = 200_000
 CELL_KINDS = {"in": "R", "out": "D", "rd": "RD", "demux": "DEMUX", "mux": "MUX"}
 
 
-def _check_int(name, value, low):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"{name} {value!r} is not an integer")
-    if value < low:
-        raise ValueError(f"{name} {value} is too small: FRED_m(P) needs {name} >= {low}")
-
-
 def check_params(P: int, middle: int, build: bool = True) -> None:
-    """Validate P (ports) and the middle subnetworks; one-line ``ValueError`` naming the value.
+    """Validate P (ports, <= :data:`MAX_PORTS`) and the middle subnetworks with
+    :mod:`fred.hdl.params` (``TypeError`` / one-line ``ValueError`` naming the value).
 
     With ``build`` also refuse fabrics whose flattened structure exceeds :data:`MAX_CELLS`.
     """
-    _check_int("ports", P, 2)
-    _check_int("middle", middle, 2)
-    if P > MAX_PORTS:
-        raise ValueError(f"ports {P} is too large: at most {MAX_PORTS} ports are supported "
-                         f"(the recursive fabric and its routing search grow too big to build "
-                         f"in reasonable time)")
+    check_ports(P, MAX_PORTS, "the recursive fabric and its routing search grow too big to "
+                              "build in reasonable time")
+    check_middle(middle)
     if build:
         n = total_cells(P, middle)
         if n > MAX_CELLS:

@@ -64,28 +64,28 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from fred.contract.checks import check_int
 from fred.contract.packet import DATA_VCS, DEFAULT_PHASE, HEADER_BITS, PRIORITY, VC_CTRL
+
+from .dtypes import get_dtype
+from .fabric import Fabric, config_bits
+from .params import check_lanes, rejecting
+from .routing import route
+from .structure import check_params
 from .switch_buffers import InputPort, link_layout
 from .switch_control import (OutputPort, PhaseTable, TableLayout, TABLE_BUDGET_BYTES,
                              default_capacity, make_header)
+from .switch_ideal import IdealFabric, ideal_config_bits
 
-__all__ = ["Switch", "verilog_arguments", "verilog_build", "fabric_available",
+__all__ = ["Switch", "verilog_arguments", "verilog_build", "FABRICS",
            "PAPER_DATA_DEPTH", "PAPER_CTRL_DEPTH", "PAPER_MAX_LEN"]
 
 #: the paper's sizes in 512-byte flits: 24 KB per data VC, 2 KB control, 4 KB data packets
 PAPER_DATA_DEPTH = 48
 PAPER_CTRL_DEPTH = 4
 PAPER_MAX_LEN = 8
-
-
-def fabric_available() -> bool:
-    try:
-        import fred.hdl.fabric  # noqa: F401
-    except ModuleNotFoundError as exc:
-        if exc.name == "fred.hdl.fabric":
-            return False
-        raise
-    return True
+#: the fabrics a switch can be built with
+FABRICS = ("fred", "ideal")
 
 
 class Switch(wiring.Component):
@@ -100,53 +100,21 @@ class Switch(wiring.Component):
     out_credits : initial credits per VC (MP, DP, PP, CTRL) towards each receiver (default: the
         same buffer sizes as ours)
     table_entries : phase-table capacity (default: what fits ``table_bytes``, 1.5 KB)
-    fabric : ``"fred"`` (hdl/fabric.py), ``"ideal"`` (:mod:`fred.hdl.switch_ideal`, int32 only)
-        or ``"auto"`` (fred when available)
+    fabric : ``"fred"`` (hdl/fabric.py, default) or ``"ideal"`` (:mod:`fred.hdl.switch_ideal`,
+        int32 only)
     config_settle : cycles between loading a new fabric configuration and the first data
     """
 
-    def __init__(self, ports: int, middle: int = 3, lanes: int = 4, dtype="int32", *,
+    def __init__(self, ports: int, middle: int = 3, lanes: int = 4, dtype="fp16", *,
                  data_depth: int = PAPER_DATA_DEPTH, ctrl_depth: int = PAPER_CTRL_DEPTH,
                  max_len: int = PAPER_MAX_LEN, out_credits=None, table_entries=None,
-                 table_bytes: int = TABLE_BUDGET_BYTES, fabric: str = "auto",
+                 table_bytes: int = TABLE_BUDGET_BYTES, fabric: str = "fred",
                  config_settle: int = 1, counter_bits: int = 16, _shared=None):
-        from .dtypes import get_dtype
-        from .structure import check_params
-
-        check_params(ports, middle)
-        self.dtype = get_dtype(dtype)
-        if not isinstance(lanes, int) or lanes < 1:
-            raise ValueError(f"lanes {lanes!r} must be a positive integer")
-        self.P, self.middle, self.lanes = ports, middle, lanes
-        self.width = self.dtype.width
-        self.flit_bits = lanes * self.width
-        if self.flit_bits < HEADER_BITS:
-            raise ValueError(f"flit of {lanes} x {self.dtype.name} = {self.flit_bits} bits is "
-                             f"smaller than the {HEADER_BITS}-bit header; use more lanes")
-        if ctrl_depth < 1:
-            raise ValueError(f"control buffer depth {ctrl_depth} must be at least 1 flit")
-        if not 1 <= max_len <= 255 or max_len > data_depth - 1:
-            raise ValueError(f"max packet length {max_len} must be 1..{min(255, data_depth - 1)} "
-                             f"flits (header + data must fit the data buffer of {data_depth})")
-        self.depths = (data_depth, data_depth, data_depth, ctrl_depth)
-        self.max_len = max_len
-        self.out_credits = tuple(out_credits) if out_credits is not None else self.depths
-        if len(self.out_credits) != 4 or any(c < 0 for c in self.out_credits):
-            raise ValueError(f"out_credits {out_credits!r} must be 4 non-negative counts")
-        if config_settle < 0:
-            raise ValueError(f"config_settle {config_settle} must be >= 0")
+        with rejecting(self):
+            self._check(ports, middle, lanes, dtype, data_depth, ctrl_depth, max_len,
+                        out_credits, table_entries, fabric, config_settle)
         self.config_settle = config_settle
         self.counter_bits = counter_bits
-
-        if table_entries is not None and not 1 <= table_entries <= DEFAULT_PHASE:
-            raise ValueError(f"table capacity {table_entries} must be 1..{DEFAULT_PHASE} entries "
-                             f"(index {DEFAULT_PHASE} is the reserved default)")
-        if fabric == "auto":
-            fabric = "fred" if fabric_available() else "ideal"
-        if fabric not in ("fred", "ideal"):
-            raise ValueError(f"fabric {fabric!r} must be 'fred', 'ideal' or 'auto'")
-        if fabric == "fred" and not fabric_available():
-            raise ValueError("fabric 'fred' requested but fred.hdl.fabric is not available")
         self.fabric_kind = fabric
         self._shared = _shared  # None, or the FRED fabric's shared cell-module registry
         self.fabric = self._make_fabric()
@@ -176,21 +144,46 @@ class Switch(wiring.Component):
             "peak": Out(data.ArrayLayout(lw, 4)),
         })
 
+    def _check(self, ports, middle, lanes, dtype, data_depth, ctrl_depth, max_len, out_credits,
+               table_entries, fabric, config_settle):
+        """Validate the parameters; set ``P``, ``middle``, ``lanes``, ``dtype``, ``width``,
+        ``flit_bits``, ``depths``, ``max_len`` and ``out_credits``."""
+        check_params(ports, middle)
+        self.dtype = get_dtype(dtype)
+        self.P, self.middle, self.lanes = ports, middle, check_lanes(lanes)
+        self.width = self.dtype.width
+        self.flit_bits = lanes * self.width
+        if self.flit_bits < HEADER_BITS:
+            raise ValueError(f"flit of {lanes} x {self.dtype.name} = {self.flit_bits} bits is "
+                             f"smaller than the {HEADER_BITS}-bit header; use more lanes")
+        if ctrl_depth < 1:
+            raise ValueError(f"control buffer depth {ctrl_depth} must be at least 1 flit")
+        if not 1 <= max_len <= 255 or max_len > data_depth - 1:
+            raise ValueError(f"max packet length {max_len} must be 1..{min(255, data_depth - 1)} "
+                             f"flits (header + data must fit the data buffer of {data_depth})")
+        self.depths = (data_depth, data_depth, data_depth, ctrl_depth)
+        self.max_len = max_len
+        self.out_credits = tuple(out_credits) if out_credits is not None else self.depths
+        if len(self.out_credits) != 4 or any(c < 0 for c in self.out_credits):
+            raise ValueError(f"out_credits {out_credits!r} must be 4 non-negative counts")
+        if config_settle < 0:
+            raise ValueError(f"config_settle {config_settle} must be >= 0")
+        if table_entries is not None and not 1 <= table_entries <= DEFAULT_PHASE:
+            raise ValueError(f"table capacity {table_entries} must be 1..{DEFAULT_PHASE} entries "
+                             f"(index {DEFAULT_PHASE} is the reserved default)")
+        if fabric not in FABRICS:
+            raise ValueError(f"fabric {fabric!r} must be one of {', '.join(FABRICS)}")
+
     # -- Python-side helpers -------------------------------------------------------------------
     def _make_fabric(self):
         if self.fabric_kind == "ideal":
-            from .switch_ideal import IdealFabric
             return IdealFabric(self.P, self.lanes, self.width)
-        from .fabric import Fabric
         return Fabric(self.P, self.middle, self.lanes, self.dtype.name, _shared=self._shared)
 
     def fabric_config(self, flows) -> int:
         """Fabric configuration bits for one phase's ``flows``."""
         if self.fabric_kind == "ideal":
-            from .switch_ideal import ideal_config_bits
             return ideal_config_bits(self.P, flows)
-        from .fabric import config_bits
-        from .routing import route
         return config_bits(self.P, self.middle, route(self.P, self.middle, list(flows)))
 
     def table_entry(self, vc: int, flows) -> int:
@@ -518,20 +511,15 @@ def verilog_arguments(parser, target):
                         help="phase-table capacity (default: what fits --table-bytes)")
     parser.add_argument("--table-bytes", type=int, default=TABLE_BUDGET_BYTES,
                         help=f"phase-table budget in bytes (default {TABLE_BUDGET_BYTES})")
-    parser.add_argument("--fabric", default="auto", choices=("auto", "fred", "ideal"),
-                        help="fabric inside the switch (default auto: the FRED fabric if built)")
+    parser.add_argument("--fabric", default="fred", choices=FABRICS,
+                        help="fabric inside the switch: the FRED fabric (default) or an ideal "
+                             "crossbar (int32 only)")
 
 
 def verilog_build(args, target):
-    from . import structure
-
-    for name in ("ports", "middle", "lanes", "data_depth", "ctrl_depth", "max_len"):
-        v = getattr(args, name)
-        if v is None or v < 1:
-            raise ValueError(f"--{name.replace('_', '-')} {v} must be a positive integer")
-    structure.check_params(args.ports, args.middle)
-    if args.table_bytes < 1:
-        raise ValueError(f"--table-bytes {args.table_bytes} must be positive")
+    # ports, middle and lanes are checked by Switch (fred.hdl.params); the buffer options here
+    for name in ("data_depth", "ctrl_depth", "max_len", "table_bytes"):
+        check_int("--" + name.replace("_", "-"), getattr(args, name), 1)
     sw = Switch(args.ports, args.middle, args.lanes, args.dtype, data_depth=args.data_depth,
                 ctrl_depth=args.ctrl_depth, max_len=args.max_len,
                 table_entries=args.table_entries, table_bytes=args.table_bytes,

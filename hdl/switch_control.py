@@ -34,7 +34,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from fred.contract.packet import DEFAULT_PHASE, HEADER_BITS, MAGIC, VC_CTRL, VC_NAMES
+from fred.contract.packet import DEFAULT_PHASE, HEADER_BITS, MAGIC, VC_CTRL
 from .switch_buffers import link_layout
 
 __all__ = ["TableLayout", "default_capacity", "PhaseTable", "OutputPort", "make_header",

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import importlib
 import platform
 import subprocess
 import sys
@@ -42,6 +41,9 @@ from fred.hdl.cells import build_cell
 from fred.hdl.dtypes import get_dtype
 from fred.hdl.fabric import check_fabric_params, fabric_latency
 from fred.hdl.verilog import emit
+from fred.sim import measure_fabric as mf
+from fred.sim import measure_switch as ms
+from fred.sim.tb_cells import run_cell_regression
 
 __all__ = ["DEFAULTS", "characterize", "source_revision", "tool_versions", "chiplet_name",
            "Progress"]
@@ -139,15 +141,6 @@ def tool_versions(yosys: bool = True) -> dict:
     return out
 
 
-def _optional(modname):
-    try:
-        return importlib.import_module(modname)
-    except ModuleNotFoundError as exc:
-        if exc.name == modname:
-            return None
-        raise
-
-
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -159,10 +152,9 @@ def _cell_figures(kind, middle, lanes, dtype, seed, beats, do_area, prog):
     cell = build_cell(kind, middle=middle, lanes=lanes, dtype=dtype)
     text = emit(cell, cell.verilog_name)
     rec = {"top": cell.verilog_name, "latency_contract": cell.latency, "verilog_sha256": _sha(text)}
-    bc = _optional("fred.sim.tb_cells")
-    if bc is not None and beats:
-        rep = bc.run_cell_regression(kind, middle=middle, lanes=lanes, dtype=dtype, beats=beats,
-                                     seed=seed)
+    if beats:
+        rep = run_cell_regression(kind, middle=middle, lanes=lanes, dtype=dtype, beats=beats,
+                                  seed=seed)
         modes = {}
         for name, d in rep.per_mode().items():
             modes[str(name)] = {"latency_cycles": d["latency"] if d["latency"] != "-" else None,
@@ -177,7 +169,7 @@ def _cell_figures(kind, middle, lanes, dtype, seed, beats, do_area, prog):
                     "beats_checked": rep.checked})
     else:
         rec.update({"modes": {}, "latency_cycles": None, "beats_per_cycle_per_port": None})
-        prog.note(f"cell {kind}: sim/tb_cells.py unavailable, only the latency contract recorded")
+        prog.note(f"cell {kind}: no beats asked for, only the latency contract recorded")
     if do_area:
         a = synth_area(text, cell.verilog_name)
         rec["area"] = {"method": "flatten", "cells": a.cells, "flipflops": a.flipflops,
@@ -194,8 +186,6 @@ def _fabric_area(text, mode):
 
 
 def _fabric_figures(ports, middle, lanes, dtype, seed, cfg, area_mode, cells, prog):
-    mf = importlib.import_module("fred.sim.measure_fabric")
-
     prog.note(f"{chiplet_name(middle, ports)}: emitting Verilog")
     text = mf.fabric_verilog(ports, middle, lanes, dtype)
     prog.note(f"{chiplet_name(middle, ports)}: Verilator build + benches "
@@ -224,23 +214,14 @@ def _fabric_figures(ports, middle, lanes, dtype, seed, cfg, area_mode, cells, pr
 
 def _switch_figures(ports, middle, lanes, dtype, seed, prog, packet_flits=None,
                     preemptions=None):
-    ms = _optional("fred.sim.measure_switch")
-    if ms is None or not hasattr(ms, "measure_switch"):
-        prog.note("switch: sim/measure_switch.py not available yet; switch figures omitted")
-        return None
-    import inspect
-
-    fn = ms.measure_switch
     kw = {}
-    params = inspect.signature(fn).parameters
     for name, val in (("ports", ports), ("middle", middle), ("lanes", lanes), ("dtype", dtype),
                       ("seed", seed), ("max_len", packet_flits), ("preemptions", preemptions)):
-        if name in params and val is not None:
+        if val is not None:     # None: measure_switch's default
             kw[name] = val
     prog.note(f"switch: {ports} ports ({chiplet_name(middle, ports)} fabric), packets of 1 + "
               f"{kw.get('max_len', '?')} flits: Verilator build + benches")
-    r = fn(**kw)
-    return r
+    return ms.measure_switch(**kw)
 
 
 def _switch_params(cfg):
@@ -248,9 +229,7 @@ def _switch_params(cfg):
     bench runs: ``switch_ports`` None = the largest chiplet."""
     if cfg["switch_ports"] is None:
         cfg["switch_ports"] = max(cfg["chiplets"])
-    ms = _optional("fred.sim.measure_switch")
-    if ms is not None and hasattr(ms, "check_params"):
-        ms.check_params(cfg["switch_ports"], cfg["switch_packet_flits"])
+    ms.check_params(cfg["switch_ports"], cfg["switch_packet_flits"])
     n = cfg["switch_preemptions"]
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"switch preemption samples {n!r} must be a positive integer")

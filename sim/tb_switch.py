@@ -433,8 +433,8 @@ async def measure_in_bench(dut):
     detail = {}
     # same phase twice
     n0 = len(packets(0))
-    e1 = await round_of(0, pk.VC_DP, A_ports, L)
-    e2 = await round_of(0, pk.VC_DP, A_ports, L)
+    await round_of(0, pk.VC_DP, A_ports, L)
+    await round_of(0, pk.VC_DP, A_ports, L)
     await wait_packets(0, n0 + 2)
     p0 = packets(0)
     detail["same_phase"] = p0[n0 + 1][1] - p0[n0][0]
@@ -481,7 +481,7 @@ async def measure_in_bench(dut):
     for p in A_ports:
         cocotb.start_soon(dp_feeder(p))
     await quiet(60)
-    samples, dp_busy = [], 0
+    samples = []
     for k in range(n_pre):
         await quiet(rng.randint(1, 3 * (L + 2)))
         ends = {p: await send(p, packet(p, 3, pk.VC_MP, 1)) for p in B_ports}

@@ -340,16 +340,16 @@ def test_vector_adder_pysim(dtype, lanes):
     assert not bad, bad[:5]
 
 
-@pytest.mark.parametrize("lanes,msg", [
-    (0, "lanes must be >= 1, got 0"),
-    (-3, "lanes must be >= 1, got -3"),
-    (2.5, "lanes must be an integer, got 2.5"),
-    ("4", "lanes must be an integer, got '4'"),
+@pytest.mark.parametrize("lanes,exc,msg", [
+    (0, ValueError, "lanes 0 is too small: must be >= 1"),
+    (-3, ValueError, "lanes -3 is too small: must be >= 1"),
+    (2.5, TypeError, "lanes must be an integer, not float 2.5"),
+    ("4", TypeError, "lanes must be an integer, not str '4'"),
 ])
-def test_vector_adder_bad_lanes(lanes, msg):
+def test_vector_adder_bad_lanes(lanes, exc, msg):
     from fred.hdl.adders import VectorAdder
 
-    with pytest.raises(ValueError) as e:
+    with pytest.raises(exc) as e:
         VectorAdder("fp16", lanes)
     assert str(e.value) == msg
 

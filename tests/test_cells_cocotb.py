@@ -177,11 +177,11 @@ def test_fred_verilog_reproducible(tmp_path):
 
 
 @pytest.mark.parametrize("argv,msg", [
-    (["verilog", "r", "--middle", "1"], "m must be >= 2, got 1"),
-    (["verilog", "d", "--middle", "0"], "m must be >= 2, got 0"),
-    (["verilog", "rd", "--lanes", "0"], "lanes must be >= 1, got 0"),
+    (["verilog", "r", "--middle", "1"], "middle 1 is too small: must be >= 2"),
+    (["verilog", "d", "--middle", "0"], "middle 0 is too small: must be >= 2"),
+    (["verilog", "rd", "--lanes", "0"], "lanes 0 is too small: must be >= 1"),
     (["verilog", "r", "--dtype", "fp8"], "unknown element type 'fp8'"),
-    (["verilog", "rd", "--middle", "1"], "m must be >= 2, got 1"),
+    (["verilog", "rd", "--middle", "1"], "middle 1 is too small: must be >= 2"),
     (["verilog", "d", "--lanes", "four"], "invalid int value: 'four'"),
     (["sim", "cell", "rd", "--beats", "0"], "beats must be >= 1, got 0"),
     (["sim", "cell", "r", "--dtype", "half"], "unknown element type 'half'"),

@@ -29,8 +29,9 @@ def test_bad_config(flows, needle):
 
 
 @pytest.mark.parametrize("args,needle", [
-    ((1, 4, "fp16", "tree"), "ports must be an integer >= 2"),
-    ((4, 0, "fp16", "tree"), "lanes must be an integer >= 1"),
+    ((1, 4, "fp16", "tree"), "ports 1 is too small: must be >= 2"),
+    ((4, 0, "fp16", "tree"), "lanes 0 is too small: must be >= 1"),
+    ((65, 4, "fp16", "tree"), r"ports 65 is too large: must be <= 64"),
     ((4, 4, "fp16", "ring"), "unknown crossbar variant"),
     ((4, 4, "fp64", "tree"), "fp64"),
 ])

@@ -214,12 +214,15 @@ def test_fabric_latency_formula_per_dtype():
     ((MAX_RTL_PORTS + 1, 3, 1, "fp16"), f"ports {MAX_RTL_PORTS + 1}"),
     ((64, 3, 64, "fp32"), "too large to generate"),
     (("4", 3, 1, "fp16"), "'4'"),
+    ((4, 3, 1.5, "fp16"), "lanes must be an integer, not float 1.5"),
 ])
 def test_bad_parameters_one_line(args, msg):
-    with pytest.raises(ValueError, match=msg) as ei:
+    # a wrong type is a TypeError, a wrong value a ValueError (fred.hdl.params)
+    exc = TypeError if any(isinstance(a, (str, float)) for a in args[:3]) else ValueError
+    with pytest.raises(exc, match=msg) as ei:
         Fabric(*args)
     assert "\n" not in str(ei.value)
-    with pytest.raises(ValueError):
+    with pytest.raises(exc):
         check_fabric_params(*args)
 
 

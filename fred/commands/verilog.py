@@ -26,24 +26,13 @@ TARGETS = {
 }
 
 
-def _available():
-    out = {}
-    for target, (modname, help_) in TARGETS.items():
-        try:
-            out[target] = (importlib.import_module(modname), help_)
-        except ModuleNotFoundError as exc:
-            if exc.name == modname:
-                continue
-            raise
-    return out
-
-
 def add_arguments(parser):
     from fred.cli import Parser
 
     sub = parser.add_subparsers(dest="target", metavar="TARGET", parser_class=Parser)
     sub.required = True
-    for target, (mod, help_) in _available().items():
+    for target, (modname, help_) in TARGETS.items():
+        mod = importlib.import_module(modname)
         p = sub.add_parser(target, help=help_, description=help_)
         mod.verilog_arguments(p, target)
         p.add_argument("-o", "--output", metavar="FILE", default="-",
