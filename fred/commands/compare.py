@@ -41,9 +41,11 @@ def _ports(text):
         raise ValueError(f"--ports {text!r} must be comma-separated integers") from None
     if not ps:
         raise ValueError(f"--ports {text!r} names no port count")
+    from fred.hdl.crossbar import MAX_PORTS
+    from fred.hdl.params import check_ports
+
     for P in ps:
-        if not 2 <= P <= 64:
-            raise ValueError(f"--ports value {P} out of range 2..64")
+        check_ports(P, MAX_PORTS, "the largest crossbar generated")
     return ps
 
 
@@ -140,9 +142,13 @@ def run(args):
 
     from fred import FredError
 
+    from fred.contract.checks import check_int
+    from fred.hdl.params import check_middle
+
     ports = _ports(args.ports)
-    if args.lanes < 1 or args.sim_lanes < 1:
-        raise FredError(f"--lanes {args.lanes} / --sim-lanes {args.sim_lanes} must be >= 1")
+    check_middle(args.middle)
+    for name, value in (("--lanes", args.lanes), ("--sim-lanes", args.sim_lanes)):
+        check_int(name, value, 1)
     if args.beats < 4:
         raise FredError(f"--beats {args.beats} must be >= 4")
     rows = compare(ports, middle=args.middle, lanes=args.lanes, sim_lanes=args.sim_lanes,
