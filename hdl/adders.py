@@ -96,13 +96,19 @@ class ElementAdder(wiring.Component):
         return m
 
     def _float(self, m):
+        """The three pipeline stages of the floating-point add (see the module docstring)."""
+        r1 = self._float_align(m)
+        r2 = self._float_add(m, r1)
+        self._float_round(m, r2)
+
+    def _float_align(self, m):
+        """Stage 1: unpack, specials, compare/swap, align; returns the stage-1 registers."""
         t: ElemType = self.dtype
         E, M, W = t.exp_bits, t.man_bits, t.width
         N = M + 4                    # significand (hidden + M) plus guard, round, sticky
         emax = t.exp_max
         a, b = self.a, self.b
 
-        # ---- stage 1: unpack, specials, compare/swap, align ------------------------------
         def unpack(x, tag):
             e = x[M:M + E]
             f = x[:M]
@@ -152,8 +158,14 @@ class ElementAdder(wiring.Component):
                           | (ua["inf"] & ub["inf"] & (ua["s"] ^ ub["s"]))),
                 r1_inf.eq(ua["inf"] | ub["inf"]),
             ]
+        return dict(x=r1_x, y=r1_y, e=r1_e, sub=r1_sub, sign=r1_sign, zsign=r1_zsign,
+                    nan=r1_nan, inf=r1_inf)
 
-        # ---- stage 2: add/subtract, leading-zero count, normalize ------------------------
+    def _float_add(self, m, r1):
+        """Stage 2: add/subtract, leading-zero count, normalize; returns the stage-2 registers."""
+        E, M = self.dtype.exp_bits, self.dtype.man_bits
+        N = M + 4
+        r1_x, r1_y, r1_e, r1_sub = r1["x"], r1["y"], r1["e"], r1["sub"]
         total = Signal(N + 1, name="s2_sum")
         m.d.comb += total.eq(Mux(r1_sub, r1_x - r1_y, r1_x + r1_y))
         carry = total[N]
@@ -182,11 +194,18 @@ class ElementAdder(wiring.Component):
         with m.If(self.en):
             m.d.sync += [
                 r2_sig.eq(n_sig), r2_e.eq(n_e), r2_zero.eq(~total.any()),
-                r2_sign.eq(r1_sign), r2_zsign.eq(r1_zsign), r2_nan.eq(r1_nan),
-                r2_inf.eq(r1_inf),
+                r2_sign.eq(r1["sign"]), r2_zsign.eq(r1["zsign"]), r2_nan.eq(r1["nan"]),
+                r2_inf.eq(r1["inf"]),
             ]
+        return dict(sig=r2_sig, e=r2_e, zero=r2_zero, sign=r2_sign, zsign=r2_zsign, nan=r2_nan,
+                    inf=r2_inf)
 
-        # ---- stage 3: round to nearest even, pack, overflow, specials --------------------
+    def _float_round(self, m, r2):
+        """Stage 3: round to nearest even, pack, overflow, specials -> ``y``."""
+        t: ElemType = self.dtype
+        E, M, W = t.exp_bits, t.man_bits, t.width
+        emax = t.exp_max
+        r2_sig, r2_e, r2_sign = r2["sig"], r2["e"], r2["sign"]
         keep = r2_sig[3:]                                # hidden bit + M fraction bits
         up = r2_sig[2] & (r2_sig[1] | r2_sig[0] | keep[0])
         packed = Signal(E + M + 1, name="s3_packed")
@@ -195,12 +214,12 @@ class ElementAdder(wiring.Component):
         m.d.comb += ovf.eq(packed >= (emax << M))
         inf_bits = Const(emax << M, W - 1)
         res = Signal(W, name="s3_res")
-        with m.If(r2_nan):
+        with m.If(r2["nan"]):
             m.d.comb += res.eq(t.canonical_nan)
-        with m.Elif(r2_inf):
+        with m.Elif(r2["inf"]):
             m.d.comb += res.eq(Cat(inf_bits, r2_sign))
-        with m.Elif(r2_zero):
-            m.d.comb += res.eq(Cat(Const(0, W - 1), r2_zsign))
+        with m.Elif(r2["zero"]):
+            m.d.comb += res.eq(Cat(Const(0, W - 1), r2["zsign"]))
         with m.Elif(ovf):
             m.d.comb += res.eq(Cat(inf_bits, r2_sign))
         with m.Else():

@@ -264,7 +264,10 @@ class Crossbar(wiring.Component):
             self.o[j].payload.eq(Mux(single, byp, tree_y)),
         ]
 
-    def _serial_output(self, m, j, mk, single, en, take, readies):
+    def _serial_order(self, m, j, mk):
+        """Which inputs the serial adder folds, in port order: the first member, the input of
+        operand b this cycle (``bidx``), the one after it (``nxt``, ``last`` when none), and the
+        block schedule state (``cur``, ``phase0``, ``slot``, ``slot_ok``)."""
         P, L = self.ports, self.adder_latency
         nbits = max(1, (P - 1).bit_length())
         # first member (lowest set bit) and "next member after k"
@@ -293,6 +296,11 @@ class Crossbar(wiring.Component):
         m.d.comb += nxt.eq(next_after(bidx))
         last = Signal(name=f"last{j}")
         m.d.comb += last.eq(nxt == P)
+        return first, cur, phase0, slot, slot_ok, bidx, nxt, last
+
+    def _serial_output(self, m, j, mk, single, en, take, readies):
+        P, L = self.ports, self.adder_latency
+        first, cur, phase0, slot, slot_ok, bidx, nxt, last = self._serial_order(m, j, mk)
 
         def field(sig_list, idx):
             res = sig_list[0]
@@ -345,9 +353,14 @@ class Crossbar(wiring.Component):
                     m.d.sync += [phase0.eq(0), cur.eq(nxt)]
             with m.Else():
                 m.d.sync += slot.eq(slot + 1)
+        self._serial_result(m, j, mk, single, en, take, readies, issue & last, add)
 
+    def _serial_result(self, m, j, mk, single, en, take, readies, done, add):
+        """Output j of the serial variant: the sum leaves the adder L cycles after the final
+        phase's issue (``done``), a one-bit mask takes the 1-cycle plain path."""
+        P, L = self.ports, self.adder_latency
         # outputs: reduction results leave the adder L cycles after the final phase's issue
-        tag_red = self._out_tags(m, j, L, issue & last, take, "ts")
+        tag_red = self._out_tags(m, j, L, done, take, "ts")
         # plain path: fire when the group advances and the single input is valid
         fire_b = Signal(name=f"fireb{j}")
         sel_v = Const(0, 1)

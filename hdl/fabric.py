@@ -10,9 +10,9 @@ Structure (exactly hdl/modes.py / hdl/structure.py)
   each a ``Fabric`` with ceil(P/2) ports. Input port 2j+i is input i of R cell j, output k of R
   cell j drives port j of middle copy k; port j of middle copy k drives input k of D cell j,
   whose output i is fabric output 2j+i;
-* odd P: the last input (2r) enters :class:`DemuxCell` ``demux`` (1 -> m), whose output k drives
-  port r of middle copy k; port r of middle copy k is input k of :class:`MuxCell` ``mux``
-  (m -> 1), which drives the last output.
+* odd P: the last input (2r) enters :class:`~fred.hdl.muxes.DemuxCell` ``demux`` (1 -> m),
+  whose output k drives port r of middle copy k; port r of middle copy k is input k of
+  :class:`~fred.hdl.muxes.MuxCell` ``mux`` (m -> 1), which drives the last output.
 
 Ports: ``i: In(S).array(P)``, ``o: Out(S).array(P)``, ``config: In(config_width)`` with
 ``S = stream.Signature(data.ArrayLayout(width, lanes))`` (lane 0 in the low bits).
@@ -42,7 +42,7 @@ contiguous slice of the vector. :func:`config_layout` lists ``(CellAddr, offset,
 :func:`config_bits` builds the vector from a :class:`fred.hdl.routing.RoutingResult` (cells it
 does not mention get their idle mode). Widths: R ``RCell.config_layout(m)``, D
 ``DCell.config_layout(m)``, RD 3 bits (the :class:`~fred.hdl.modes.RDMode` value), demux and mux
-``m.bit_length()`` bits (0 = idle, k + 1 = middle copy k; see :class:`DemuxCell`).
+``m.bit_length()`` bits (0 = idle, k + 1 = middle copy k; see :class:`~fred.hdl.muxes.DemuxCell`).
 The configuration may only change while the fabric is drained (no beat inside).
 """
 
@@ -50,22 +50,21 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from amaranth.hdl import Module, Shape, Signal
+from amaranth.hdl import Module, Shape
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-
-from fred.contract.checks import check_int
 
 from .cells import FAULTS, DCell, RCell, RDCell, stream_signature
 from .dtypes import get_dtype
 from .modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode
-from .params import check_lanes, check_middle, check_ports, rejecting
+from .muxes import DemuxCell, MuxCell, sel_width
+from .params import check_lanes, check_ports, rejecting
 from .structure import check_params, child_ports, depth, stages, total_cells
 
-__all__ = ["Fabric", "DemuxCell", "MuxCell", "config_layout", "config_width", "config_bits",
-           "fabric_latency", "check_fabric_params", "MAX_RTL_PORTS",
-           "MAX_RTL_WORK", "verilog_arguments", "verilog_build", "RD_CONFIG_WIDTH",
-           "fabric_verilog_text", "decode_config", "cell_latencies"]
+__all__ = ["Fabric", "config_layout", "config_width", "config_bits", "fabric_latency",
+           "check_fabric_params", "MAX_RTL_PORTS", "MAX_RTL_WORK", "verilog_arguments",
+           "verilog_build", "RD_CONFIG_WIDTH", "fabric_verilog_text", "decode_config",
+           "cell_latencies"]
 
 #: largest fabric generated as RTL (ports)
 MAX_RTL_PORTS = 64
@@ -94,144 +93,6 @@ def check_fabric_params(ports, middle, lanes=1, dtype="fp16") -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# demux / mux (odd P)
-# ---------------------------------------------------------------------------------------------
-def _sel_width(m: int) -> int:
-    return int(m).bit_length()  # values 0 (idle) .. m
-
-
-class _Pipe:
-    """``latency`` registers (valid + payload) that advance together, then a one-beat output skid
-    register -- the same scheme as a cell's datapath (hdl/cells.py): the pipeline advances while
-    the skid is empty; a beat leaving it is taken if the output is ready, else parked in the skid.
-    No combinational path from the output's ``ready`` to the input's ``ready``."""
-
-    def __init__(self, payload_shape, latency, name):
-        if latency < 1:
-            raise ValueError(f"latency {latency} must be >= 1")
-        self.latency = latency
-        self.name = name
-        self.shape = payload_shape
-
-    def build(self, mod, in_valid, in_payload, o):
-        """Drive stream ``o`` (valid, payload; reads ready); return the pipeline enable."""
-        L, n = self.latency, self.name
-        valid = [Signal(name=f"{n}_v{k}") for k in range(L)]
-        dat = [Signal(self.shape, name=f"{n}_d{k}") for k in range(L)]
-        skid_v = Signal(name=f"{n}_skid_v")
-        skid_d = Signal(self.shape, name=f"{n}_skid_d")
-        en = Signal(name=f"{n}_en")
-        offer = Signal(name=f"{n}_offer")
-        mod.d.comb += [en.eq(~skid_v), offer.eq(valid[-1] & en)]
-        with mod.If(en):
-            mod.d.sync += [valid[0].eq(in_valid), dat[0].eq(in_payload)]
-            for k in range(1, L):
-                mod.d.sync += [valid[k].eq(valid[k - 1]), dat[k].eq(dat[k - 1])]
-        mod.d.comb += o.valid.eq(skid_v | offer)
-        with mod.If(skid_v):
-            mod.d.comb += o.payload.eq(skid_d)
-            with mod.If(o.ready):
-                mod.d.sync += skid_v.eq(0)
-        with mod.Else():
-            mod.d.comb += o.payload.eq(dat[-1])
-            with mod.If(offer & ~o.ready):
-                mod.d.sync += [skid_v.eq(1), skid_d.eq(dat[-1])]
-        return en
-
-
-def _check_mux_params(cell, middle, lanes, dtype, latency):
-    """Validate and store the parameters shared by :class:`DemuxCell` and :class:`MuxCell`."""
-    with rejecting(cell):
-        check_middle(middle)
-        check_lanes(lanes)
-        check_int("latency", latency, 1)
-        cell.middle, cell.lanes, cell.dtype, cell.latency = middle, lanes, get_dtype(dtype), latency
-
-
-class DemuxCell(wiring.Component):
-    """1 -> middle demultiplexer for the last input port of an odd FRED_m(P).
-
-    Ports: ``i: In(S)``, ``o: Out(S).array(middle)``, ``config: In(middle.bit_length())`` (0 = idle: input
-    not ready, no output valid; k + 1 = forward to output k). ``latency`` register stages (the
-    R cell's latency, so the demux is one pipeline column like an R cell) and a one-beat output
-    skid, exactly like a cell's datapath; one beat per cycle.
-    """
-
-    def __init__(self, middle: int, lanes: int, dtype, latency: int):
-        _check_mux_params(self, middle, lanes, dtype, latency)
-        S = stream_signature(lanes, dtype)
-        super().__init__({"i": In(S), "o": Out(S).array(middle), "config": In(_sel_width(middle))})
-
-    @staticmethod
-    def config_width(middle: int) -> int:
-        return _sel_width(middle)
-
-    @staticmethod
-    def encode(mode: DemuxMode, middle: int) -> int:
-        mode = DemuxMode() if mode is None else mode
-        mode.validate(middle)
-        return 0 if mode.sel is None else mode.sel + 1
-
-    def elaborate(self, platform):
-        mod = Module()
-        cfg = self.config
-        active = Signal()
-        mod.d.comb += active.eq(cfg != 0)
-        # one internal stream; its handshake is steered to the selected output
-        inner = stream_signature(self.lanes, self.dtype).flip().create(path=("inner",))
-        en = _Pipe(self.i.payload.shape(), self.latency, "p").build(
-            mod, self.i.valid & active, self.i.payload, inner)
-        mod.d.comb += self.i.ready.eq(en & active)
-        for k in range(self.middle):
-            sel = Signal(name=f"sel{k}")
-            mod.d.comb += [sel.eq(cfg == k + 1), self.o[k].payload.eq(inner.payload),
-                           self.o[k].valid.eq(inner.valid & sel)]
-            with mod.If(sel):
-                mod.d.comb += inner.ready.eq(self.o[k].ready)
-        return mod
-
-
-class MuxCell(wiring.Component):
-    """middle -> 1 multiplexer for the last output port of an odd FRED_m(P).
-
-    Ports: ``i: In(S).array(middle)``, ``o: Out(S)``, ``config: In(middle.bit_length())`` (0 = idle: no input
-    ready, output not valid; k + 1 = take input k). ``latency`` register stages (the D cell's
-    latency) and a one-beat output skid; one beat per cycle.
-    """
-
-    def __init__(self, middle: int, lanes: int, dtype, latency: int):
-        _check_mux_params(self, middle, lanes, dtype, latency)
-        S = stream_signature(lanes, dtype)
-        super().__init__({"i": In(S).array(middle), "o": Out(S), "config": In(_sel_width(middle))})
-
-    @staticmethod
-    def config_width(middle: int) -> int:
-        return _sel_width(middle)
-
-    @staticmethod
-    def encode(mode: MuxMode, middle: int) -> int:
-        mode = MuxMode() if mode is None else mode
-        mode.validate(middle)
-        return 0 if mode.src is None else mode.src + 1
-
-    def elaborate(self, platform):
-        mod = Module()
-        cfg = self.config
-        shape = self.o.payload.shape()
-        in_valid = Signal()
-        in_payload = Signal(shape)
-        sel = [Signal(name=f"sel{k}") for k in range(self.middle)]
-        for k in range(self.middle):
-            mod.d.comb += sel[k].eq(cfg == k + 1)
-            with mod.If(sel[k]):
-                mod.d.comb += [in_valid.eq(self.i[k].valid), in_payload.eq(self.i[k].payload)]
-        en = _Pipe(shape, self.latency, "p").build(mod, in_valid, in_payload, self.o)
-        for k in range(self.middle):
-            mod.d.comb += self.i[k].ready.eq(en & sel[k])
-        return mod
-
-
-# ---------------------------------------------------------------------------------------------
 # configuration layout (pure Python; needs only the cells' class-level layouts)
 # ---------------------------------------------------------------------------------------------
 @lru_cache(maxsize=None)
@@ -239,7 +100,7 @@ def _widths(m: int) -> dict:
     return {"in": Shape.cast(RCell.config_layout(m)).width,
             "out": Shape.cast(DCell.config_layout(m)).width,
             "rd": RD_CONFIG_WIDTH,
-            "demux": _sel_width(m), "mux": _sel_width(m)}
+            "demux": sel_width(m), "mux": sel_width(m)}
 
 
 def _instance_order(path, P, m):

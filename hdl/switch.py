@@ -60,12 +60,12 @@ the round starts; data then flows at one flit per cycle plus the fabric latency.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Module
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from fred.contract.checks import check_int
-from fred.contract.packet import DATA_VCS, DEFAULT_PHASE, HEADER_BITS, PRIORITY, VC_CTRL
+from fred.contract.packet import DEFAULT_PHASE, HEADER_BITS
 
 from .dtypes import get_dtype
 from .fabric import Fabric, config_bits
@@ -74,8 +74,9 @@ from .routing import route
 from .structure import check_params
 from .switch_buffers import InputPort, link_layout
 from .switch_control import (OutputPort, PhaseTable, TableLayout, TABLE_BUDGET_BYTES,
-                             default_capacity, make_header)
+                             default_capacity)
 from .switch_ideal import IdealFabric, ideal_config_bits
+from .switch_rounds import ControlUnit
 
 __all__ = ["Switch", "verilog_arguments", "verilog_build", "FABRICS",
            "PAPER_DATA_DEPTH", "PAPER_CTRL_DEPTH", "PAPER_MAX_LEN"]
@@ -206,21 +207,36 @@ class Switch(wiring.Component):
     # -- RTL -----------------------------------------------------------------------------------
     def elaborate(self, platform):
         m = Module()
-        P, L = self.P, self.layout
+        ports, fab, tab, outs = self._blocks(m)
+        self._datapath(m, ports, fab, outs)
+        cu = ControlUnit(self, m, ports, fab, tab, outs)
+        cu.round_state()
+        cu.scanner()
+        cu.sequencer()
+        cu.start_round()
+        cu.control_vc()
+        cu.counters()
+        return m
+
+    def _blocks(self, m):
+        """Input ports, fabric, phase table (behind ``cfg``) and output ports as submodules."""
         ports = self._ports
         for p, ip in enumerate(ports):
             m.submodules[f"in{p}"] = ip
         m.submodules.fabric = fab = self.fabric
-        m.submodules.table = tab = PhaseTable(L, 4, self.counter_bits)
+        m.submodules.table = tab = PhaseTable(self.layout, 4, self.counter_bits)
         outs = []
-        for q in range(P):
+        for q in range(self.P):
             op = OutputPort(self.flit_bits, self.out_credits, self.credit_bits)
             m.submodules[f"out{q}"] = op
             outs.append(op)
         wiring.connect(m, wiring.flipped(self.cfg), tab.cfg)
         m.d.comb += self.cfg_rejects.eq(tab.rejects)
+        return ports, fab, tab, outs
 
-        for p in range(P):
+    def _datapath(self, m, ports, fab, outs):
+        """Links and credits to the ports; input port -> fabric -> output port per port."""
+        for p in range(self.P):
             wiring.connect(m, wiring.flipped(self.i[p]), ports[p].i)
             m.d.comb += self.credit_o[p].eq(ports[p].credit)
             # input -> fabric
@@ -233,266 +249,6 @@ class Switch(wiring.Component):
                          fab.o[p].ready.eq(outs[p].fd.ready)]
             wiring.connect(m, outs[p].o, wiring.flipped(self.o[p]))
             m.d.comb += outs[p].credit_i.eq(self.credit_i[p])
-
-        def hv(p, v):
-            return ports[p].head_valid[v]
-
-        def hw(p, v):
-            return ports[p].head_word[v]
-
-        def f_phase(w):
-            return w[8:16]
-
-        def f_seq(w):
-            return w[16:32]
-
-        def f_len(w):
-            return w[32:40]
-
-        def e_vc(e):
-            return e[0:2]
-
-        def e_in(e):
-            return e[L.off_in:L.off_in + P]
-
-        def e_out(e):
-            return e[L.off_out:L.off_out + P]
-
-        def e_flow(e, q):
-            return e[L.off_flow + q * P:L.off_flow + (q + 1) * P]
-
-        def e_cfg(e):
-            return e[L.off_cfg:L.off_cfg + L.C]
-
-        take = [[Signal(name=f"take_{p}_{v}") for v in range(4)] for p in range(P)]
-        discard = [[Signal(name=f"discard_{p}_{v}") for v in range(4)] for p in range(P)]
-        for p in range(P):
-            m.d.comb += [ports[p].take.eq(Cat(*take[p])), ports[p].discard.eq(Cat(*discard[p]))]
-
-        # -- round state ----------------------------------------------------------------------
-        busy = Signal()            # a round is in progress (started, not yet finished)
-        act_vc = Signal(2)
-        act_phase = Signal(8)
-        cfg_loaded = Signal()
-        cfg_phase = Signal(8)
-        cfg_reg = Signal(L.C)
-        m.d.comb += [fab.config.eq(cfg_reg), self.active.eq(busy), self.act_vc.eq(act_vc),
-                     self.act_phase.eq(act_phase)]
-        with m.If(tab.changed):
-            m.d.sync += cfg_loaded.eq(0)
-
-        # -- scanner: one port per cycle per data VC -------------------------------------------
-        sp = Signal(range(P))
-        m.d.sync += sp.eq(Mux(sp == P - 1, 0, sp + 1))
-        lat_valid = [Signal(name=f"lat_valid{v}") for v in range(3)]
-        lat_phase = [Signal(8, name=f"lat_phase{v}") for v in range(3)]
-        lat_port = [Signal(range(P), name=f"lat_port{v}") for v in range(3)]
-        lat_entry = [Signal(L.entry_width, name=f"lat_entry{v}") for v in range(3)]
-        nxt_valid = [Signal(name=f"nxt_valid{v}") for v in range(3)]
-        nxt_phase = [Signal(8, name=f"nxt_phase{v}") for v in range(3)]
-        nxt_port = [Signal(range(P), name=f"nxt_port{v}") for v in range(3)]
-        nxt_entry = [Signal(L.entry_width, name=f"nxt_entry{v}") for v in range(3)]
-        rdy = [Signal(name=f"rdy{v}") for v in range(3)]
-        go = [Signal(name=f"go{v}") for v in range(3)]
-        lat_len = [Signal(8, name=f"lat_len{v}") for v in range(3)]
-        n_disc = []
-        pending = [Signal(name=f"pending{v}") for v in range(3)]
-        age = [Signal(range(P + 1), name=f"age{v}") for v in range(3)]
-        for v in DATA_VCS:
-            cand_hv = Signal(name=f"cand_hv{v}")
-            cand_w = Signal(HEADER_BITS, name=f"cand_w{v}")
-            for p in range(P):
-                with m.If(sp == p):
-                    m.d.comb += [cand_hv.eq(hv(p, v)), cand_w.eq(hw(p, v))]
-            phi = f_phase(cand_w)
-            m.d.comb += tab.r_addr[v].eq(phi)
-            ent = tab.r_entry[v]
-            hit = tab.r_hit[v]
-            eok = Signal(name=f"eok{v}")
-            m.d.comb += eok.eq(hit & (e_vc(ent) == v) & e_in(ent).bit_select(sp, 1))
-            present = Const(1)
-            len_eq = Const(1)
-            for p in range(P):
-                here = hv(p, v) & (f_phase(hw(p, v)) == phi)
-                present = present & (~e_in(ent)[p] | here)
-                len_eq = len_eq & (~e_in(ent)[p] | (f_len(hw(p, v)) == f_len(cand_w)))
-            paused = busy & (act_vc == v)
-            scan = Signal(name=f"scan{v}")
-            m.d.comb += scan.eq(cand_hv)
-            bad = Signal(name=f"bad{v}")
-            mism = Signal(name=f"mism{v}")
-            m.d.comb += [bad.eq(scan & ~eok), mism.eq(scan & eok & present & ~len_eq)]
-            for p in range(P):
-                with m.If(bad & (sp == p)):
-                    m.d.comb += discard[p][v].eq(1)
-                with m.If(mism & e_in(ent)[p]):
-                    m.d.comb += discard[p][v].eq(1)
-            n_disc.append(bad)
-            n_disc.append(Mux(mism, sum(e_in(ent)[p] for p in range(P)), 0))
-            # readiness of the latched phase
-            le = lat_entry[v]
-            for p in range(P):
-                with m.If(lat_port[v] == p):
-                    m.d.comb += lat_len[v].eq(f_len(hw(p, v)))
-            ready = Const(1)
-            credok = Const(1)
-            for p in range(P):
-                here = hv(p, v) & (f_phase(hw(p, v)) == lat_phase[v]) & \
-                    (f_len(hw(p, v)) == lat_len[v])
-                ready = ready & (~e_in(le)[p] | here)
-                credok = credok & (~e_out(le)[p] | (outs[p].avail[v] >= lat_len[v] + 1))
-            m.d.comb += [rdy[v].eq(lat_valid[v] & ready), go[v].eq(rdy[v] & credok)]
-            # age: cycles the scanner has searched VC v without latching (saturates at P); a
-            # lower-priority VC may only start once every pending higher VC had a full sweep
-            # since its last round or since a head of it last appeared (a packet that completes
-            # while the switch streams a lower VC must be found before that VC's next round)
-            pend = Const(0)
-            arrived = Const(0)
-            hv_prev = Signal(P, name=f"hv_prev{v}")
-            m.d.sync += hv_prev.eq(Cat(*[hv(p, v) for p in range(P)]))
-            for p in range(P):
-                pend = pend | hv(p, v)
-                arrived = arrived | (hv(p, v) & ~hv_prev[p])
-            m.d.comb += pending[v].eq(pend)
-            with m.If(lat_valid[v] | paused | arrived):
-                m.d.sync += age[v].eq(0)
-            with m.Elif(age[v] != P):
-                m.d.sync += age[v].eq(age[v] + 1)
-            # a second ready phase of this VC is kept in the "next" slot (found while the
-            # latched one runs) and takes its place when the latched one is no longer ready
-            found = scan & eok & present & len_eq
-            with m.If(~lat_valid[v]):
-                with m.If(found):
-                    m.d.sync += [lat_valid[v].eq(1), lat_phase[v].eq(phi), lat_port[v].eq(sp),
-                                 lat_entry[v].eq(ent)]
-            with m.Elif(~rdy[v] & ~paused):
-                with m.If(nxt_valid[v]):
-                    m.d.sync += [lat_phase[v].eq(nxt_phase[v]), lat_port[v].eq(nxt_port[v]),
-                                 lat_entry[v].eq(nxt_entry[v]), nxt_valid[v].eq(0)]
-                with m.Else():
-                    m.d.sync += lat_valid[v].eq(0)
-            with m.Elif(~nxt_valid[v] & found & (phi != lat_phase[v])):
-                m.d.sync += [nxt_valid[v].eq(1), nxt_phase[v].eq(phi), nxt_port[v].eq(sp),
-                             nxt_entry[v].eq(ent)]
-            with m.If(tab.changed):
-                m.d.sync += [lat_valid[v].eq(0), nxt_valid[v].eq(0)]
-        m.d.comb += self.ready_vcs.eq(Cat(go[0], go[1], go[2], Const(0, 1)))
-
-        # -- round sequencer -------------------------------------------------------------------
-        sel_vc = Signal(2)
-        sel_any = Signal()
-        # strict priority: VC v may start if it is ready and no higher VC is ready or may still
-        # become ready (pending heads not yet swept once). A higher VC that is ready but waits
-        # for output credits does not block lower ones (credits depend on the receivers).
-        blocked = Const(0)
-        for v in PRIORITY:
-            with m.If(go[v] & ~blocked):
-                m.d.comb += [sel_any.eq(1), sel_vc.eq(v)]
-            blocked = blocked | go[v] | (pending[v] & (age[v] != P) & ~lat_valid[v])
-        sel_entry = Signal(L.entry_width)
-        sel_phase = Signal(8)
-        sel_len = Signal(8)
-        for v in DATA_VCS:
-            with m.If(sel_vc == v):
-                m.d.comb += [sel_entry.eq(lat_entry[v]), sel_phase.eq(lat_phase[v]),
-                             sel_len.eq(lat_len[v])]
-        settle = Signal(range(self.config_settle + 2))
-        all_idle = Const(1)
-        feeders_done = Const(1)
-        can_queue = Const(1)
-        for p in range(P):
-            all_idle = all_idle & ~ports[p].busy & outs[p].idle
-            feeders_done = feeders_done & ~ports[p].busy
-            can_queue = can_queue & outs[p].can_queue
-        start = Signal()
-        m.d.comb += self.round_start.eq(start)
-        IDLE, SETTLE, RUN = 0, 1, 2
-        seq = Signal(2, name="seq_state")
-        with m.Switch(seq):
-            with m.Case(SETTLE):
-                with m.If(settle == 0):
-                    m.d.sync += seq.eq(IDLE)
-                with m.Else():
-                    m.d.sync += settle.eq(settle - 1)
-            with m.Case(RUN):
-                # the same phase continues: start its next round as soon as the inputs have
-                # fed this one (outputs queue it behind the current packet; same configuration)
-                with m.If(sel_any & (sel_vc == act_vc) & (sel_phase == act_phase) & cfg_loaded
-                          & (cfg_phase == sel_phase) & feeders_done & can_queue):
-                    m.d.comb += start.eq(1)
-                with m.Elif(all_idle):
-                    m.d.sync += busy.eq(0)
-                    m.d.sync += seq.eq(IDLE)
-            with m.Default():                      # IDLE
-                with m.If(sel_any):
-                    with m.If(cfg_loaded & (cfg_phase == sel_phase)):
-                        m.d.comb += start.eq(1)
-                        m.d.sync += [busy.eq(1), act_vc.eq(sel_vc), act_phase.eq(sel_phase)]
-                        m.d.sync += seq.eq(RUN)
-                    with m.Else():
-                        m.d.sync += [cfg_reg.eq(e_cfg(sel_entry)), cfg_phase.eq(sel_phase),
-                                     cfg_loaded.eq(1), settle.eq(self.config_settle)]
-                        m.d.sync += seq.eq(SETTLE)
-        # round start: take the headers, start every output of the phase
-        for p in range(P):
-            with m.If(start & e_in(sel_entry)[p]):
-                for v in DATA_VCS:
-                    with m.If(sel_vc == v):
-                        m.d.comb += take[p][v].eq(1)
-        for q in range(P):
-            src_seq = Signal(16, name=f"src_seq{q}")
-            fmask = e_flow(sel_entry, q)
-            for p in reversed(range(P)):
-                with m.If(fmask[p]):
-                    for v in DATA_VCS:
-                        with m.If(sel_vc == v):
-                            m.d.comb += src_seq.eq(f_seq(hw(p, v)))
-            m.d.comb += [
-                outs[q].start.eq(start & e_out(sel_entry)[q]),
-                outs[q].start_hdr.eq(make_header(sel_vc, Const(0, 2), sel_phase, src_seq, sel_len)),
-                outs[q].start_len.eq(sel_len),
-                outs[q].start_vc.eq(sel_vc),
-            ]
-
-        # -- control VC: ACK/NACK towards the sources ------------------------------------------
-        cp = Signal(range(P))
-        c_hv = Signal()
-        c_w = Signal(HEADER_BITS)
-        for p in range(P):
-            with m.If(cp == p):
-                m.d.comb += [c_hv.eq(hv(p, VC_CTRL)), c_w.eq(hw(p, VC_CTRL))]
-        m.d.comb += tab.r_addr[3].eq(f_phase(c_w))
-        cent = tab.r_entry[3]
-        c_ok = tab.r_hit[3] & e_out(cent).bit_select(cp, 1)
-        targets = Signal(P)
-        for p in range(P):
-            with m.If(cp == p):
-                m.d.comb += targets.eq(e_flow(cent, p))
-        space_ok = Const(1)
-        for t in range(P):
-            space_ok = space_ok & (~targets[t] | outs[t].ctrl_space)
-        c_bad = Signal()
-        c_fwd = Signal()
-        m.d.comb += [c_bad.eq(c_hv & ~c_ok), c_fwd.eq(c_hv & c_ok & space_ok)]
-        for p in range(P):
-            with m.If(cp == p):
-                m.d.comb += [discard[p][VC_CTRL].eq(c_bad), take[p][VC_CTRL].eq(c_fwd)]
-        for t in range(P):
-            m.d.comb += [outs[t].ctrl_push.eq(c_fwd & targets[t]), outs[t].ctrl_word.eq(c_w)]
-        with m.If(~(c_hv & c_ok & ~space_ok)):
-            m.d.sync += cp.eq(Mux(cp == P - 1, 0, cp + 1))
-        n_disc.append(c_bad)
-
-        # -- counters and status -------------------------------------------------------------
-        n_pkt = sum(ports[p].err for p in range(P))
-        m.d.sync += [self.err_packet.eq(self.err_packet + n_pkt),
-                     self.err_phase.eq(self.err_phase + sum(n_disc))]
-        for v in range(4):
-            mx = ports[0].peak[v]
-            for p in range(1, P):
-                mx = Mux(ports[p].peak[v] > mx, ports[p].peak[v], mx)
-            m.d.comb += self.peak[v].eq(mx)
-        return m
 
 
 # -- fred verilog switch ---------------------------------------------------------------------

@@ -165,7 +165,15 @@ class InputPort(wiring.Component):
             b = VCBuffer(self.flit_bits, self.depths[v])
             m.submodules[f"vc{v}"] = b
             bufs.append(b)
+        drop, drop_vc = self._receive(m, bufs)
+        self._read_side(m, bufs)
+        self._credits(m, bufs, drop, drop_vc)
+        return m
 
+    def _receive(self, m, bufs):
+        """Write side: parse the link, check each header and framing, write packets into their
+        VC's buffer (committed at the last flit), drop bad ones. Returns ``(drop, drop_vc)``:
+        a flit dropped this cycle, whose credit goes back on ``drop_vc``."""
         flit = self.i.payload.data
         last = self.i.payload.last
         fire = self.i.valid
@@ -236,8 +244,11 @@ class InputPort(wiring.Component):
                         with m.If(length != 0):
                             m.d.sync += rx.eq(BODY)
         m.d.comb += self.err.eq(err)
+        return drop, drop_vc
 
-        # -- read side -----------------------------------------------------------------------
+    def _read_side(self, m, bufs):
+        """Offer each VC's head header; stream a taken data packet on ``d``; drop a discarded
+        head packet."""
         s_active = Signal()
         s_vc = Signal(2)
         s_rem = Signal(8)
@@ -269,7 +280,8 @@ class InputPort(wiring.Component):
             with m.If(self.take[v]):
                 m.d.sync += [s_active.eq(1), s_vc.eq(v), s_rem.eq(bufs[v].r_data[32:40])]
 
-        # -- credits and occupancy -------------------------------------------------------------
+    def _credits(self, m, bufs, drop, drop_vc):
+        """Credits returned per VC (freed flits + a dropped one) and buffer occupancy."""
         for v in range(4):
             m.d.comb += [
                 self.credit[v].eq(bufs[v].freed + (drop & (drop_vc == v))),
@@ -277,4 +289,3 @@ class InputPort(wiring.Component):
             ]
             with m.If(bufs[v].level > self.peak[v]):
                 m.d.sync += self.peak[v].eq(bufs[v].level)
-        return m

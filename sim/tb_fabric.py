@@ -46,16 +46,13 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, RisingEdge
 
-from fred.sim.streams import (PauseGenerator, StreamDriver, StreamMonitor, pack_lanes, start,
-                              unpack_lanes, watchdog)
 from fred.hdl.dtypes import get_dtype
 from fred.hdl.fabric import config_bits, fabric_latency
 from fred.hdl.routing import route
+from fred.sim.golden_fabric import check_sums, random_inputs, simulate_result, tree_reference
+from fred.sim.streams import (PauseGenerator, StreamDriver, StreamMonitor, pack_lanes, start,
+                              unpack_lanes, watchdog)
 from fred.sim.toolchain import bench_config, bench_seed
-
-
-def _route(P, m, flows):
-    return route(P, m, flows)
 
 
 def _stats(values):
@@ -64,10 +61,94 @@ def _stats(values):
     return {"min": int(min(values)), "max": int(max(values)), "mean": float(sum(values) / len(values))}
 
 
+def _golden(cfg, k, flows, wrong, beats, nrng, label):
+    """Route phase ``k``; its config word (of the ``wrong`` flows' routing if given), random
+    inputs and the expected outputs (structural golden model, checked against the reduction
+    trees)."""
+    P, m, lanes, dtype = cfg["ports"], cfg["middle"], cfg["lanes"], cfg["dtype"]
+    specials = cfg.get("specials", "mixed")
+    res = route(P, m, flows)
+    cres = res if wrong is None else route(P, m, wrong)
+    word = config_bits(P, m, cres)
+    if specials == "mixed":
+        sp = k % 2 == 1
+    else:
+        sp = bool(specials)
+    inputs = random_inputs(P, res.flows, beats, lanes, dtype, rng=nrng, specials=sp)
+    expected = simulate_result(res, inputs, dtype)
+    tref = tree_reference(res, inputs, dtype)
+    assert set(tref) == set(expected), f"{label}: golden outputs {sorted(expected)} != tree {sorted(tref)}"
+    for p in expected:
+        assert np.array_equal(tref[p], expected[p]), f"{label}: structural golden model and reduction tree disagree on output {p}"
+    return res, word, inputs, expected
+
+
+async def _run_phase(dut, cycles, drivers, monitors, word, inputs, expected, beats, width,
+                     latency):
+    """Load ``word`` while drained, drive ``inputs``, wait for every expected beat and a drain
+    margin. Returns ``(base_in, base_out, start_cycle, end_cycle)``."""
+    await FallingEdge(dut.clk)
+    dut.config.value = word
+    await RisingEdge(dut.clk)
+    await RisingEdge(dut.clk)
+    base_in = [len(d.sent) for d in drivers]
+    base_out = [len(mo.beats) for mo in monitors]
+    start_cycle = cycles.now
+    for p, x in inputs.items():
+        drivers[p].send(pack_lanes(row, width) for row in x.tolist())
+    while any(len(monitors[p].beats) - base_out[p] < beats for p in expected) or \
+            any(not d.idle for d in drivers):
+        await RisingEdge(dut.clk)
+    # drain margin: anything still coming out would be an extra beat
+    for _ in range(2 * latency + 8):
+        await RisingEdge(dut.clk)
+    return base_in, base_out, start_cycle, cycles.now
+
+
+def _check_outputs(label, res, monitors, base_out, inputs, expected, cfg, beats, seed):
+    """Bit-exact against the golden model, nothing on unused outputs, then the order-independent
+    sums check."""
+    P, lanes, dtype = cfg["ports"], cfg["lanes"], cfg["dtype"]
+    width = get_dtype(dtype).width
+    got = {}
+    for p in range(P):
+        new = monitors[p].beats[base_out[p]:]
+        if p not in expected:
+            assert not new, (f"{label}: output {p} belongs to no flow but received {len(new)} beats "
+                             f"(first {new[0][1]:#x}; seed {seed})")
+            continue
+        assert len(new) == beats, f"{label}: output {p} received {len(new)} beats, expected {beats} (seed {seed})"
+        got[p] = np.array([unpack_lanes(w, width, lanes) for _, w in new], dtype=np.uint64).astype(np.uint32)
+    for p in sorted(expected):
+        diff = np.argwhere(got[p] != expected[p])
+        if diff.size:
+            b, lane = (int(v) for v in diff[0])
+            flow = res.flows[res.output_flow[p]]
+            raise AssertionError(
+                f"{label}: output {p} (flow '{flow}', tree {res.trees[res.output_flow[p]]}) beat {b} "
+                f"lane {lane}: got {int(got[p][b, lane]):#x}, golden {int(expected[p][b, lane]):#x} "
+                f"({int((diff.shape[0]))} mismatching elements; seed {seed}, rerun with FRED_SEED={seed})")
+    check_sums(res.flows, inputs, got, dtype)
+
+
+def _phase_figures(res, drivers, monitors, base_in, base_out):
+    """Per-beat latencies and per-port rates of one phase (see the module docstring)."""
+    lat = []
+    out_rate, in_rate = {}, {}
+    for i, f in enumerate(res.flows):
+        ins = {p: drivers[p].sent[base_in[p]:] for p in f.inputs}
+        for p in f.outputs:
+            outs = monitors[p].beats[base_out[p]:]
+            for b, (c_out, _) in enumerate(outs):
+                lat.append(c_out - max(ins[q][b][0] for q in f.inputs))
+            out_rate[p] = len(outs) / (outs[-1][0] - outs[0][0] + 1)
+        for q in f.inputs:
+            in_rate[q] = len(ins[q]) / (ins[q][-1][0] - ins[q][0][0] + 1)
+    return lat, out_rate, in_rate
+
+
 @cocotb.test()
 async def fabric_phases(dut):
-    from fred.sim.golden_fabric import check_sums, random_inputs, simulate_result, tree_reference
-
     cfg = bench_config()
     P, m, lanes, dtype = cfg["ports"], cfg["middle"], cfg["lanes"], cfg["dtype"]
     width = get_dtype(dtype).width
@@ -76,7 +157,6 @@ async def fabric_phases(dut):
     wrong = cfg.get("config_phases") or [None] * len(phases)
     beats = int(cfg.get("beats", 64))
     idle, stall = float(cfg.get("idle", 0.0)), float(cfg.get("stall", 0.0))
-    specials = cfg.get("specials", "mixed")
     seed = bench_seed(int(cocotb.RANDOM_SEED))  # FRED_SEED (set by run_bench) wins
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
@@ -100,70 +180,11 @@ async def fabric_phases(dut):
     results = []
     for k, flows in enumerate(phases):
         label = labels[k]
-        res = _route(P, m, flows)
-        cres = res if wrong[k] is None else _route(P, m, wrong[k])
-        word = config_bits(P, m, cres)
-        if specials == "mixed":
-            sp = k % 2 == 1
-        else:
-            sp = bool(specials)
-        inputs = random_inputs(P, res.flows, beats, lanes, dtype, rng=nrng, specials=sp)
-        expected = simulate_result(res, inputs, dtype)
-        tref = tree_reference(res, inputs, dtype)
-        assert set(tref) == set(expected), f"{label}: golden outputs {sorted(expected)} != tree {sorted(tref)}"
-        for p in expected:
-            assert np.array_equal(tref[p], expected[p]), f"{label}: structural golden model and reduction tree disagree on output {p}"
-
-        # reconfigure while drained
-        await FallingEdge(dut.clk)
-        dut.config.value = word
-        await RisingEdge(dut.clk)
-        await RisingEdge(dut.clk)
-        base_in = [len(d.sent) for d in drivers]
-        base_out = [len(mo.beats) for mo in monitors]
-        start_cycle = cycles.now
-        for p, x in inputs.items():
-            drivers[p].send(pack_lanes(row, width) for row in x.tolist())
-        while any(len(monitors[p].beats) - base_out[p] < beats for p in expected) or \
-                any(not d.idle for d in drivers):
-            await RisingEdge(dut.clk)
-        # drain margin: anything still coming out would be an extra beat
-        for _ in range(2 * latency + 8):
-            await RisingEdge(dut.clk)
-        end_cycle = cycles.now
-
-        got = {}
-        for p in range(P):
-            new = monitors[p].beats[base_out[p]:]
-            if p not in expected:
-                assert not new, (f"{label}: output {p} belongs to no flow but received {len(new)} beats "
-                                 f"(first {new[0][1]:#x}; seed {seed})")
-                continue
-            assert len(new) == beats, f"{label}: output {p} received {len(new)} beats, expected {beats} (seed {seed})"
-            got[p] = np.array([unpack_lanes(w, width, lanes) for _, w in new], dtype=np.uint64).astype(np.uint32)
-        for p in sorted(expected):
-            diff = np.argwhere(got[p] != expected[p])
-            if diff.size:
-                b, lane = (int(v) for v in diff[0])
-                flow = res.flows[res.output_flow[p]]
-                raise AssertionError(
-                    f"{label}: output {p} (flow '{flow}', tree {res.trees[res.output_flow[p]]}) beat {b} "
-                    f"lane {lane}: got {int(got[p][b, lane]):#x}, golden {int(expected[p][b, lane]):#x} "
-                    f"({int((diff.shape[0]))} mismatching elements; seed {seed}, rerun with FRED_SEED={seed})")
-        check_sums(res.flows, inputs, got, dtype)
-
-        # measurements
-        lat = []
-        out_rate, in_rate = {}, {}
-        for i, f in enumerate(res.flows):
-            ins = {p: drivers[p].sent[base_in[p]:] for p in f.inputs}
-            for p in f.outputs:
-                outs = monitors[p].beats[base_out[p]:]
-                for b, (c_out, _) in enumerate(outs):
-                    lat.append(c_out - max(ins[q][b][0] for q in f.inputs))
-                out_rate[p] = len(outs) / (outs[-1][0] - outs[0][0] + 1)
-            for q in f.inputs:
-                in_rate[q] = len(ins[q]) / (ins[q][-1][0] - ins[q][0][0] + 1)
+        res, word, inputs, expected = _golden(cfg, k, flows, wrong[k], beats, nrng, label)
+        base_in, base_out, start_cycle, end_cycle = await _run_phase(
+            dut, cycles, drivers, monitors, word, inputs, expected, beats, width, latency)
+        _check_outputs(label, res, monitors, base_out, inputs, expected, cfg, beats, seed)
+        lat, out_rate, in_rate = _phase_figures(res, drivers, monitors, base_in, base_out)
         results.append({"label": label, "flows": [str(f) for f in res.flows],
                         "kinds": [f.kind for f in res.flows], "latency": _stats(lat),
                         "out_rate": out_rate, "in_rate": in_rate, "cycles": end_cycle - start_cycle})

@@ -27,7 +27,7 @@ packets at port 0 (cycles with no DP flit, 0 = back to back); ``mp_first`` = fir
 out - last input flit of the first MP round (the preemption latency when DP holds the fabric);
 ``rounds`` = ``[cycle - t_dp, vc name, phase]`` of every round start. Every output packet is
 checked bit-exactly against :class:`fred.sim.golden_switch.SwitchModel`; the strict-priority
-check of :class:`fred.sim.tb_switch.Bench` applies. Results go to ``cfg["out"]`` as JSON.
+check of :class:`fred.sim.switch_harness.Bench` applies. Results go to ``cfg["out"]`` as JSON.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from cocotb.triggers import RisingEdge
 
 from fred.contract import packet as pk
 from fred.hdl.flows import Flow
-from fred.sim.tb_switch import Bench
 from fred.sim.golden_switch import Offered, SwitchModel, phases_from_json
 from fred.sim.streams import start, watchdog
+from fred.sim.switch_harness import Bench
 from fred.sim.toolchain import bench_config
 
 PH_DP, PH_MP, PH_PRIMER = 0, 1, 2
@@ -58,11 +58,145 @@ def overlap_phases() -> dict:
     }
 
 
+class _Scenario:
+    """State and steps of the overlap bench: the packets sent, the golden model, the runs."""
+
+    def __init__(self, dut, cfg, rng, cycles, b, phases, golden):
+        self.dut, self.cfg, self.rng, self.cycles, self.b = dut, cfg, rng, cycles, b
+        self.phases, self.golden = phases, golden
+        self.K, self.J, self.L = int(cfg["K"]), int(cfg["J"]), int(cfg["L"])
+        self.seq = {}
+        self.sent = {}          # (port, phase) -> [(seq, data)] in order
+
+    # -- sources and sinks ---------------------------------------------------------------------
+    def packet(self, p, phase, n):
+        vc = self.phases[phase][0]
+        s = self.seq.get((p, phase), 0)
+        self.seq[(p, phase)] = (s + 1) % pk.SEQ_MOD
+        FB = self.b.flit_bits
+        data = tuple(self.rng.randrange(1 << FB) for _ in range(n))
+        self.sent.setdefault((p, phase), []).append((s, data))
+        return pk.pack(pk.Packet(pk.Header.data(vc, phase, s, n), data), FB)
+
+    async def feed(self, p, phase, n, delay, first_idx):
+        for _ in range(delay):
+            await RisingEdge(self.dut.clk)
+        for k in range(n):
+            i = await self.b.send_credited(p, self.packet(p, phase, self.L))
+            if k == 0:
+                first_idx[p] = i
+
+    async def quiet(self, n):
+        for _ in range(n):
+            await RisingEdge(self.dut.clk)
+
+    def out_packets(self, q, t_from):
+        return [(t_end, t0, x) for t_end, t0, x in self.b.output_packets(q, True) if t0 >= t_from]
+
+    async def accepted(self, p, idx):
+        drv = self.b.drivers[p]
+        while len(drv.sent) <= idx:
+            await RisingEdge(self.dut.clk)
+        return drv.sent[idx][0]
+
+    async def wait_flits(self, q, n, t_from):
+        while sum(1 for c, _ in self.b.monitors[q].beats if c >= t_from) < n:
+            await RisingEdge(self.dut.clk)
+
+    def check_rounds(self, phase, ports, outs, t_from, k0, n):
+        """Output packets of ``phase`` since ``t_from`` == golden model of rounds k0..k0+n-1."""
+        vc = self.phases[phase][0]
+        got = {q: [x for _, _, x in self.out_packets(q, t_from) if x.header.phase == phase]
+               for q in outs}
+        for q in outs:
+            assert len(got[q]) == n, f"output {q}: {len(got[q])} packets of phase {phase}, expected {n}"
+        for k in range(n):
+            ins = {p: self.sent[(p, phase)][k0 + k] for p in ports}
+            exp = self.golden.fabric_outputs(phase, {p: list(d) for p, (_, d) in ins.items()})
+            s = ins[min(ports)][0]
+            for q in outs:
+                x = got[q][k]
+                want = pk.Header.data(vc, phase, s, self.L)
+                assert x.header == want, f"phase {phase} round {k0 + k} output {q}: header {x.header} != {want}"
+                assert tuple(x.data) == tuple(exp[q]), f"phase {phase} round {k0 + k} output {q}: data mismatch"
+
+    async def primer(self):
+        t_from = self.cycles.now
+        for p in range(self.b.P):
+            await self.b.send_credited(p, self.packet(p, PH_PRIMER, 1))
+        for q in range(self.b.P):
+            await self.wait_flits(q, 2, t_from)
+        await self.quiet(30)
+
+    # -- one run -------------------------------------------------------------------------------
+    async def run(self, name, dp, mp_off) -> dict:
+        """One run (see the module docstring): ``dp`` streams DP, ``mp_off`` (None: no MP)
+        starts the MP burst that many cycles later. Returns the run's figures."""
+        K, J, L, b = self.K, self.J, self.L, self.b
+        await self.primer()
+        t_start = self.cycles.now
+        first = {}
+        k_dp = len(self.sent.get((DP_PORTS[0], PH_DP), []))
+        k_mp = len(self.sent.get((MP_PORTS[0], PH_MP), []))
+        ev0 = len(b.events)
+        if dp:
+            for p in DP_PORTS:
+                cocotb.start_soon(self.feed(p, PH_DP, K, 0, first))
+        if mp_off is not None:
+            for p in MP_PORTS:
+                cocotb.start_soon(self.feed(p, PH_MP, J, mp_off, first))
+        if dp:
+            for q in DP_PORTS:
+                await self.wait_flits(q, K * (L + 1), t_start)
+        if mp_off is not None:
+            for q in MP_PORTS:
+                await self.wait_flits(q, J * (L + 1), t_start)
+        await self.quiet(40)                  # anything extra would show up now
+        self._count_flits(name, t_start, K * (L + 1) if dp else 0,
+                          J * (L + 1) if mp_off is not None else 0)
+        r = await self._figures(dp, mp_off, t_start, first, k_dp, k_mp)
+        t_ref = r.pop("_t_ref")
+        r["rounds"] = [[t - t_ref, pk.VC_NAMES[vc], ph] for t, vc, ph in b.events[ev0:]]
+        return r
+
+    def _count_flits(self, name, t_start, n_dp, n_mp):
+        for q in DP_PORTS:
+            n = sum(1 for c, _ in self.b.monitors[q].beats if c >= t_start)
+            assert n == n_dp, f"{name}: output {q} got {n} flits, expected {n_dp}"
+        for q in MP_PORTS:
+            n = sum(1 for c, _ in self.b.monitors[q].beats if c >= t_start)
+            assert n == n_mp, f"{name}: output {q} got {n} flits, expected {n_mp}"
+
+    async def _figures(self, dp, mp_off, t_start, first, k_dp, k_mp) -> dict:
+        """Check the rounds against the golden model and measure dp_end, dp_gap, mp_end,
+        mp_first, mp_in (and ``_t_ref``, the time origin of the round list)."""
+        b, L = self.b, self.L
+        r = {}
+        t_dp = t_mp = None
+        if dp:
+            t_dp = min([await self.accepted(p, first[p]) for p in DP_PORTS])
+            self.check_rounds(PH_DP, DP_PORTS, DP_PORTS, t_start, k_dp, self.K)
+            r["dp_end"] = max(b.monitors[q].beats[-1][0] for q in DP_PORTS) - t_dp
+            pk0 = self.out_packets(DP_PORTS[0], t_start)
+            r["dp_gap"] = max([pk0[i + 1][1] - pk0[i][0] - 1 for i in range(len(pk0) - 1)], default=0)
+        if mp_off is not None:
+            t_mp = min([await self.accepted(p, first[p]) for p in MP_PORTS])
+            self.check_rounds(PH_MP, MP_PORTS, MP_PORTS, t_start, k_mp, self.J)
+            r["mp_end"] = max(b.monitors[q].beats[-1][0] for q in MP_PORTS) - t_mp
+            ready = max([await self.accepted(p, first[p] + L) for p in MP_PORTS])
+            hdr = min(x[1] for q in MP_PORTS for x in self.out_packets(q, t_start))
+            r["mp_first"] = hdr - ready
+        if dp and mp_off is not None:
+            r["mp_in"] = t_mp - t_dp
+        r["_t_ref"] = t_dp if t_dp is not None else t_mp
+        return r
+
+
 @cocotb.test()
 async def switch_overlap(dut):
     """DP stream over {0,1} with an MP burst over {2,3}: completion times with / without overlap."""
     cfg = bench_config()
-    K, J, L = int(cfg["K"]), int(cfg["J"]), int(cfg["L"])
+    L = int(cfg["L"])
     offsets = [int(o) for o in cfg.get("offsets", [20])]
     assert 1 <= L <= cfg["max_len"], f"L {L} must be 1..max_len {cfg['max_len']}"
     rng = random.Random(int(cocotb.RANDOM_SEED))
@@ -77,122 +211,16 @@ async def switch_overlap(dut):
     cocotb.start_soon(b.watch_rounds())
     b.start_sinks(grant_now=True)
     b.start_sources({p: Offered() for p in range(b.P)})
-    FB = b.flit_bits
-    seq = {}
-    sent = {}          # (port, phase) -> [(seq, data)] in order
-
-    def packet(p, phase, n):
-        vc = phases[phase][0]
-        s = seq.get((p, phase), 0)
-        seq[(p, phase)] = (s + 1) % pk.SEQ_MOD
-        data = tuple(rng.randrange(1 << FB) for _ in range(n))
-        sent.setdefault((p, phase), []).append((s, data))
-        return pk.pack(pk.Packet(pk.Header.data(vc, phase, s, n), data), FB)
-
-    send = b.send_credited
-
-    async def feed(p, phase, n, delay, first_idx):
-        for _ in range(delay):
-            await RisingEdge(dut.clk)
-        for k in range(n):
-            i = await send(p, packet(p, phase, L))
-            if k == 0:
-                first_idx[p] = i
-
-    async def quiet(n):
-        for _ in range(n):
-            await RisingEdge(dut.clk)
-
-    def out_packets(q, t_from):
-        return [(t_end, t0, x) for t_end, t0, x in b.output_packets(q, True) if t0 >= t_from]
-
-    async def accepted(p, idx):
-        drv = b.drivers[p]
-        while len(drv.sent) <= idx:
-            await RisingEdge(dut.clk)
-        return drv.sent[idx][0]
-
-    async def wait_flits(q, n, t_from):
-        while sum(1 for c, _ in b.monitors[q].beats if c >= t_from) < n:
-            await RisingEdge(dut.clk)
-
-    def check_rounds(phase, ports, outs, t_from, k0, n):
-        """Output packets of ``phase`` since ``t_from`` == golden model of rounds k0..k0+n-1."""
-        vc = phases[phase][0]
-        got = {q: [x for _, _, x in out_packets(q, t_from) if x.header.phase == phase] for q in outs}
-        for q in outs:
-            assert len(got[q]) == n, f"output {q}: {len(got[q])} packets of phase {phase}, expected {n}"
-        for k in range(n):
-            ins = {p: sent[(p, phase)][k0 + k] for p in ports}
-            exp = golden.fabric_outputs(phase, {p: list(d) for p, (_, d) in ins.items()})
-            s = ins[min(ports)][0]
-            for q in outs:
-                x = got[q][k]
-                want = pk.Header.data(vc, phase, s, L)
-                assert x.header == want, f"phase {phase} round {k0 + k} output {q}: header {x.header} != {want}"
-                assert tuple(x.data) == tuple(exp[q]), f"phase {phase} round {k0 + k} output {q}: data mismatch"
-
-    async def primer():
-        t_from = cycles.now
-        for p in range(b.P):
-            await send(p, packet(p, PH_PRIMER, 1))
-        for q in range(b.P):
-            await wait_flits(q, 2, t_from)
-        await quiet(30)
+    sc = _Scenario(dut, cfg, rng, cycles, b, phases, golden)
 
     results = {}
     runs = [("mp_alone", False, 0), ("dp_alone", True, None)] + \
            [(f"both@{o}", True, o) for o in offsets]
     for name, dp, mp_off in runs:
-        await primer()
-        t_start = cycles.now
-        first = {}
-        k_dp = len(sent.get((DP_PORTS[0], PH_DP), []))
-        k_mp = len(sent.get((MP_PORTS[0], PH_MP), []))
-        ev0 = len(b.events)
-        if dp:
-            for p in DP_PORTS:
-                cocotb.start_soon(feed(p, PH_DP, K, 0, first))
-        if mp_off is not None:
-            for p in MP_PORTS:
-                cocotb.start_soon(feed(p, PH_MP, J, mp_off, first))
-        if dp:
-            for q in DP_PORTS:
-                await wait_flits(q, K * (L + 1), t_start)
-        if mp_off is not None:
-            for q in MP_PORTS:
-                await wait_flits(q, J * (L + 1), t_start)
-        await quiet(40)                       # anything extra would show up now
-        n_dp = K * (L + 1) if dp else 0
-        n_mp = J * (L + 1) if mp_off is not None else 0
-        for q in DP_PORTS:
-            n = sum(1 for c, _ in b.monitors[q].beats if c >= t_start)
-            assert n == n_dp, f"{name}: output {q} got {n} flits, expected {n_dp}"
-        for q in MP_PORTS:
-            n = sum(1 for c, _ in b.monitors[q].beats if c >= t_start)
-            assert n == n_mp, f"{name}: output {q} got {n} flits, expected {n_mp}"
-        r = {}
-        t_dp = t_mp = None
-        if dp:
-            t_dp = min([await accepted(p, first[p]) for p in DP_PORTS])
-            check_rounds(PH_DP, DP_PORTS, DP_PORTS, t_start, k_dp, K)
-            r["dp_end"] = max(b.monitors[q].beats[-1][0] for q in DP_PORTS) - t_dp
-            pk0 = out_packets(DP_PORTS[0], t_start)
-            r["dp_gap"] = max([pk0[i + 1][1] - pk0[i][0] - 1 for i in range(len(pk0) - 1)], default=0)
-        if mp_off is not None:
-            t_mp = min([await accepted(p, first[p]) for p in MP_PORTS])
-            check_rounds(PH_MP, MP_PORTS, MP_PORTS, t_start, k_mp, J)
-            r["mp_end"] = max(b.monitors[q].beats[-1][0] for q in MP_PORTS) - t_mp
-            ready = max([await accepted(p, first[p] + L) for p in MP_PORTS])
-            hdr = min(x[1] for q in MP_PORTS for x in out_packets(q, t_start))
-            r["mp_first"] = hdr - ready
-        if dp and mp_off is not None:
-            r["mp_in"] = t_mp - t_dp
-        t_ref = t_dp if t_dp is not None else t_mp
-        r["rounds"] = [[t - t_ref, pk.VC_NAMES[vc], ph] for t, vc, ph in b.events[ev0:]]
+        r = await sc.run(name, dp, mp_off)
         results[name] = r
         dut._log.info(f"overlap {name}: { {k: v for k, v in r.items() if k != 'rounds'} }")
-        await quiet(20)
+        await sc.quiet(20)
     assert not b.prio_errors, b.prio_errors[0]
     assert not b.credit_errors, b.credit_errors[0]
     assert int(dut.err_packet.value) == 0 and int(dut.err_phase.value) == 0, "switch dropped packets"

@@ -6,10 +6,10 @@ import sys
 import pytest
 from amaranth.sim import Simulator
 
-from fred.hdl.fabric import (MAX_RTL_PORTS, DemuxCell, Fabric, MuxCell, check_fabric_params,
-                             config_bits, config_layout, config_width, decode_config,
-                             fabric_latency)
+from fred.hdl.fabric import (MAX_RTL_PORTS, Fabric, check_fabric_params, config_bits,
+                             config_layout, config_width, decode_config, fabric_latency)
 from fred.hdl.modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode
+from fred.hdl.muxes import DemuxCell, MuxCell
 from fred.hdl.structure import netlist, stages
 
 
