@@ -71,6 +71,9 @@ def main(argv=None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # e.g. the disk filled up while writing an output file
+        print(f"fred: error: {exc}", file=sys.stderr)
+        return 2
     return int(rc or 0)
 
 
