@@ -31,7 +31,6 @@ import contextlib
 import errno
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 __all__ = ["check_output_path", "write_atomic", "atomic_output", "TEMP_SUFFIX"]
@@ -55,6 +54,8 @@ def _name_max(folder: Path) -> int:
 
 def _probe(folder: Path) -> str | None:
     """None when a file can be created (and removed) in ``folder``, else the reason."""
+    import tempfile
+
     try:
         fd, name = tempfile.mkstemp(dir=folder, prefix=".fred-probe.", suffix=TEMP_SUFFIX)
     except OSError as exc:
@@ -161,6 +162,8 @@ def atomic_output(path):
     The temporary name keeps ``path``'s suffix, so tools that pick a format from the name
     (matplotlib's ``savefig``) still work; pass the format explicitly all the same.
     """
+    import tempfile
+
     target = Path(os.path.realpath(os.fspath(path)))
     target.parent.mkdir(parents=True, exist_ok=True)
     try:

@@ -24,6 +24,8 @@ from pathlib import Path
 
 from fred import FredError
 
+from .outputs import write_atomic
+
 __all__ = ["SCHEMA_VERSION", "KIND", "DEFAULT_NAME", "TimingFile", "TimingFileError", "load_timing",
            "validate_timing", "summarize", "write_timing", "default_timing_path", "FLOW_KINDS"]
 
@@ -251,12 +253,7 @@ def summarize(doc: dict) -> dict:
 def write_timing(doc: dict, path) -> Path:
     """Validate ``doc`` and write it as JSON (atomically) to ``path``; return the path."""
     validate_timing(doc, str(path))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True, default=_jsonable) + "\n")
-    tmp.replace(path)
-    return path
+    return write_atomic(path, json.dumps(doc, indent=1, sort_keys=True, default=_jsonable) + "\n")
 
 
 def _jsonable(o):

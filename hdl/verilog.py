@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fred.contract.outputs import write_atomic
+
 __all__ = ["emit", "write"]
 
 
@@ -19,11 +21,5 @@ def emit(component, name: str) -> str:
 
 
 def write(component, name: str, path) -> Path:
-    """Emit ``component`` to ``path`` (parent folders created); return the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = emit(component, name)
-    # only touch the file when the text changed, so downstream builds stay cached
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
-    return path
+    """Emit ``component`` to ``path`` (atomically, parent folders created); return the path."""
+    return write_atomic(path, emit(component, name))

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from fred.contract.outputs import write_atomic
+
 from .params import GB, NS
 from .topology import Topology, multidim
 
@@ -164,8 +166,7 @@ def load_topology(path, gb_bytes: float | None = None) -> Topology:
 def dump_network_yaml(spec: NetworkSpec, path=None) -> str:
     text = spec.to_yaml()
     if path is not None:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        write_atomic(path, text)
     return text
 
 

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from fred.contract.outputs import atomic_output
+
+#: file types a plot can be written as (matplotlib's Agg canvas, with Pillow for jpg/tif/webp)
+PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff",
+                 ".webp")
+
 KIND_ORDER = ("compute", "input", "dp", "mp", "pp", "stream")
 KIND_LABEL = {"compute": "compute", "input": "input load", "dp": "exposed DP", "mp": "exposed MP", "pp": "exposed PP",
               "stream": "exposed weight streaming"}
@@ -14,6 +22,13 @@ def _plt():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
+
+
+def _save(fig, path):
+    """Write ``fig`` to ``path`` atomically, in the format its suffix names (png without one)."""
+    fmt = Path(path).suffix[1:].lower() or "png"
+    with atomic_output(path) as tmp:
+        fig.savefig(tmp, dpi=110, format=fmt)
 
 
 def _parts(e):
@@ -65,8 +80,10 @@ def plot_breakdown(rows, path, title=None):
         ax.set_title(title.replace("; ", "\n"), fontsize=8)
     ax.legend(fontsize=7, loc="upper center", ncol=6, frameon=False, bbox_to_anchor=(0.5, 1.0))
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        _save(fig, path)
+    finally:
+        plt.close(fig)
     return path
 
 
@@ -112,6 +129,8 @@ def plot_sweep(results, path, title=None):
     ax.set_title((title.replace("; ", "\n") + "\n" if title else "") + fab, fontsize=8)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)   # outside: never over a bar
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        _save(fig, path)
+    finally:
+        plt.close(fig)
     return path

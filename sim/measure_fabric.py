@@ -38,6 +38,8 @@ import json
 import random
 import tempfile
 from pathlib import Path
+
+from fred.contract.outputs import write_atomic
 from fred.hdl.fabric import cell_latencies, check_fabric_params, fabric_verilog_text
 from fred.hdl.routing import route
 from fred.hdl.structure import stages
@@ -74,10 +76,7 @@ def fabric_verilog(ports, middle, lanes, dtype, fault=None, name=TOP, shared=Tru
     if cache.exists():
         return cache.read_text()
     text = fabric_verilog_text(ports, middle, lanes, dtype, name, fault=fault, shared=shared)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(f".tmp{random.randrange(1 << 30)}")
-    tmp.write_text(text)
-    tmp.replace(cache)
+    write_atomic(cache, text)  # parallel workers may write it at once: each renames a whole file
     return text
 
 

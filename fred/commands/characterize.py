@@ -56,9 +56,11 @@ def run(args):
 
     from fred import FredError
 
+    from fred.contract.outputs import check_output_path
     from fred.contract.timing import write_timing
     from fred.sim.characterize import characterize
 
+    check_output_path("--output", args.output)
     chiplets = _ports_list(args.chiplets)
     for name in ("beats", "sweep_beats"):
         if getattr(args, name) < 2:

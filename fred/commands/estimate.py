@@ -198,19 +198,23 @@ def run(args):
     import json
 
     from fred import FredError
+    from fred.contract.outputs import check_output_path
     from fred.model.estimate import estimate_table
+    from fred.model.plots import PLOT_SUFFIXES
 
     if getattr(args, "trace", None):
         return _run_trace(args)
     for attr, opt in (("trace_clock_ghz", "--trace-clock-ghz"), ("trace_header", "--trace-header")):
         if getattr(args, attr, None) is not None:
             raise FredError(f"{opt} needs --trace FILE")
+    if args.plot is not None:
+        check_output_path("--plot", args.plot, suffixes=PLOT_SUFFIXES)
     params, npu, gran = hardware_from_args(args)
     kw = dict(params=params, npu=npu, microbatches=args.microbatches, samples_per_replica=args.samples, mode=args.mode)
     kw.update(gran)
     rows = estimate_table(args.workload, args.fabric, args.strategy, **kw)
     source = rows[0].timing_source if rows else params.switch.source
-    if args.plot:
+    if args.plot is not None:
         from fred.model.plots import plot_breakdown
         plot_breakdown(rows, args.plot, title=f"Training time per iteration, normalised to the mesh "
                        f"(NPU {npu.flops / 1e12:.0f} TFLOP/s, {npu.hbm_bw / 1e12:.0f} TB/s HBM); switch timing: {source}")

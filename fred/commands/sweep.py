@@ -132,7 +132,11 @@ def run(args):
     import json
 
     from fred.commands.estimate import hardware_from_args
+    from fred.contract.outputs import check_output_path
+    from fred.model.plots import PLOT_SUFFIXES
 
+    if args.plot is not None:
+        check_output_path("--plot", args.plot, suffixes=PLOT_SUFFIXES)
     params, npu, gran = hardware_from_args(args)
     res = sweep(args.workload, args.fabric or ("mesh", "fred-d"), args.rule, params=params, npu=npu, mode=args.mode,
                 sim_options=gran)
@@ -141,7 +145,7 @@ def run(args):
     ok = [r["estimate"] for r in res if r["estimate"] is not None]
     source = ok[0].timing_source if ok else params.switch.source
     wname = ok[0].workload if ok else args.workload
-    if args.plot:
+    if args.plot is not None:
         from fred.model.plots import plot_sweep
         plot_sweep(res, args.plot, title=f"{wname}, minibatch = DP x {args.rule}; switch timing: {source}")
     if args.json:

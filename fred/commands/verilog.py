@@ -36,23 +36,22 @@ def add_arguments(parser):
         p = sub.add_parser(target, help=help_, description=help_)
         mod.verilog_arguments(p, target)
         p.add_argument("-o", "--output", metavar="FILE", default="-",
-                       help="output file (default: standard output)")
+                       help="output file, written atomically, missing folders created "
+                            "(default: standard output)")
         p.set_defaults(_target_module=mod)
 
 
 def run(args):
-    from pathlib import Path
-
+    from fred.contract.outputs import check_output_path, write_atomic
     from fred.hdl.verilog import emit
 
+    if args.output != "-":
+        check_output_path("--output", args.output)
     design, name = args._target_module.verilog_build(args, args.target)
     text = design if isinstance(design, str) else emit(design, name)
     if args.output == "-":
         sys.stdout.write(text)
     else:
-        path = Path(args.output)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
+        path = write_atomic(args.output, text)
         print(f"wrote {path} (top module {name})", file=sys.stderr)
     return 0
