@@ -8,7 +8,7 @@
 time / fabric iteration time (the mesh is always simulated as the reference).
 
 One parameter set for everything: :func:`fred.model.params.default_params` (network, FRED-SPEC
-§5) and :func:`fred.model.compute.default_npu` (H100-like NPU). Nothing is tuned per workload or
+§5) and :func:`fred.model.compute.default_npu` (H100-like NPU at the sourced utilisation). Nothing is tuned per workload or
 per fabric; overrides apply to every cell of a table alike.
 """
 
@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from . import compute as C
 from .params import canonical_fabric, default_params, variant
 from .parallel_groups import format_strategy, parse_strategy
+from .memory import DEFAULT_POLICY
 from .schedule import DEFAULT_GRANULARITY, DEFAULT_STREAM_STEPS, KINDS, build_and_run
 from .workload import list_workloads, load_workload
 
@@ -56,6 +57,14 @@ class Estimate:
     paper_speedup: float | None = None
     notes: list = field(default_factory=list)
     preemptions: int = 0
+    memory_policy: str = "none"           # fred.model.memory policy applied
+    memory_before: float = 0.0            # bytes per NPU with every activation in HBM (policy none)
+    memory_states: float = 0.0            # of memory_per_npu: model states / streamed buffers
+    offload_bytes: float = 0.0            # activation bytes per NPU offloaded through the I/O (and read back)
+    recompute_time: float = 0.0           # recomputation seconds on the busiest NPU (part of compute)
+    memory_candidates: list = field(default_factory=list)
+    hbm_capacity: float = 0.0
+    npu: str = ""                         # NPU description (preset and source)
 
     @property
     def exposed_comm(self) -> float:
@@ -79,8 +88,11 @@ def _microbatches_for(w, abc, microbatches):
 
 def estimate(workload, fabric, strategy=None, *, params=None, npu=None, microbatches=None,
              samples_per_replica=None, mode=None, granularity=DEFAULT_GRANULARITY,
-             stream_steps=DEFAULT_STREAM_STEPS) -> Estimate:
-    """Simulate one training iteration of ``workload`` on ``fabric`` ("mesh", "fred-a".."fred-d")."""
+             stream_steps=DEFAULT_STREAM_STEPS, memory=DEFAULT_POLICY) -> Estimate:
+    """Simulate one training iteration of ``workload`` on ``fabric`` ("mesh", "fred-a".."fred-d").
+
+    ``memory`` is the memory policy (:mod:`fred.model.memory`; default ``auto``: the cheapest
+    that fits). A configuration that fits under no allowed policy raises :class:`~fred.FredError`."""
     from .topology import build_fabric
 
     w = load_workload(workload)
@@ -94,14 +106,17 @@ def estimate(workload, fabric, strategy=None, *, params=None, npu=None, microbat
     B = float(samples_per_replica or w.samples_per_replica)
     topo = build_fabric(fab, p)
     r = build_and_run(w, topo, abc, npu=npu, microbatches=m, samples_per_replica=B, granularity=granularity,
-                      stream_steps=stream_steps)
-    return Estimate(workload=w.name, fabric=fab, strategy=format_strategy(abc), mode=w.mode, microbatches=m,
+                      stream_steps=stream_steps, memory=memory)
+    return Estimate(workload=w.name, fabric=fab, strategy=format_strategy(abc), mode=w.mode,
+                    microbatches=r.microbatches or m,
                     samples_per_replica=B, minibatch=B * abc[1], iteration_time=r.iteration_time,
                     compute_time=r.compute_time, compute_busy=r.compute_busy, exposed=dict(r.exposed),
                     comm_busy=dict(r.comm_busy), memory_per_npu=r.memory_per_npu,
                     timing_source=r.timing_source or p.switch.source, tasks=r.tasks, sim_seconds=r.sim_seconds,
                     paper_speedup=PAPER_SPEEDUPS.get(w.name, {}).get(fab), notes=list(r.notes),
-                    preemptions=r.preemptions)
+                    preemptions=r.preemptions, memory_policy=r.memory_policy, memory_before=r.memory_before,
+                    memory_states=r.memory_states, offload_bytes=r.offload_bytes, recompute_time=r.recompute_busy,
+                    memory_candidates=list(r.memory_candidates), hbm_capacity=npu.hbm_capacity, npu=npu.source)
 
 
 def resolve_workloads(names=None) -> list[str]:

@@ -54,9 +54,10 @@ L1_L2_BW_HIGH = 12 * TB           # FRED-SPEC §5: Fred-C/D L1<->L2 bandwidth pe
 # FRED-SPEC §4: a FRED switch runs one phase at a time; a higher-priority phase preempts at packet
 # boundaries, MP > PP > DP (one data VC each). Flow-simulator priority classes (higher first):
 VC_PRIORITY = {"mp": 2, "pp": 1, "dp": 0}
-# ours: weight streaming in, gradients streaming out and the input minibatch travel on the DP VC
+# ours: weight streaming in, gradients streaming out, the input minibatch and activation offload/reload
+# (fred.model.memory) travel on the DP VC
 # (the lowest): they feed the DP group's members and are the least latency-critical.
-TRAFFIC_VC = {"mp": "mp", "pp": "pp", "dp": "dp", "stream": "dp", "input": "dp"}
+TRAFFIC_VC = {"mp": "mp", "pp": "pp", "dp": "dp", "stream": "dp", "input": "dp", "offload": "dp"}
 
 PACKET_BYTES = 4 * KiB            # FRED-SPEC §4: data packets of 4 KB (payload)
 FLIT_BYTES = 512                  # FRED-SPEC §4: 512 B flits

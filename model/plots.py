@@ -10,11 +10,11 @@ from fred.contract.outputs import atomic_output
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff",
                  ".webp")
 
-KIND_ORDER = ("compute", "input", "dp", "mp", "pp", "stream")
+KIND_ORDER = ("compute", "input", "dp", "mp", "pp", "stream", "offload")
 KIND_LABEL = {"compute": "compute", "input": "input load", "dp": "exposed DP", "mp": "exposed MP", "pp": "exposed PP",
-              "stream": "exposed weight streaming"}
+              "stream": "exposed weight streaming", "offload": "exposed activation offload"}
 KIND_COLOR = {"compute": "#4c72b0", "input": "#8c8c8c", "dp": "#dd8452", "mp": "#55a868", "pp": "#c44e52",
-              "stream": "#8172b3"}
+              "stream": "#8172b3", "offload": "#937860"}
 
 
 def _plt():

@@ -13,7 +13,16 @@ Per layer (per training *sample*, i.e. one image or one sequence) we derive:
   size of a Megatron MP All-Reduce after the layer);
 * ``fwd_mem_bytes`` -- activation bytes read + written in forward (HBM traffic for the
   roofline; backward traffic is taken as 2x forward);
-* ``mp_ar_fwd`` / ``mp_ar_bwd`` -- MP All-Reduces after the layer in forward / backward.
+* ``mp_ar_fwd`` / ``mp_ar_bwd`` -- MP All-Reduces after the layer in forward / backward;
+* ``mem_split`` -- the share of ``fwd_mem_bytes`` that Megatron MP splits over the MP group
+  (None: a per-kind default in :mod:`fred.model.compute`); transformers derive it from the
+  shape: everything but the block's replicated input and output;
+* ``saved_bytes`` / ``saved_split`` -- activation bytes the backward pass needs when nothing is
+  recomputed, and the part of them Megatron MP splits (:mod:`fred.model.memory`);
+* ``core_saved`` / ``core_flops`` / ``core_mem_bytes`` -- the attention core (scores, softmax,
+  dropout, attention over V): its share of ``saved_bytes``, its forward FLOPs and HBM traffic,
+  i.e. what selective recomputation drops and redoes (Korthikanti et al., "Reducing Activation
+  Recomputation in Large Transformer Models", MLSys 2023, Sec. 4-5).
 
 Transformers follow Megatron-LM (Shoeybi et al. 2019; Narayanan et al. SC'21): every layer is
 an attention block (4d^2 + 6d params; 8sd^2 + 4s^2d forward FLOPs) and an MLP block
@@ -34,6 +43,8 @@ import yaml
 from fred import FredError
 
 DATA_DIR = Path(__file__).with_name("data")
+#: Korthikanti et al. (MLSys 2023), Sec. 4.1: dropout masks take one byte per element
+MASK_BYTES = 1
 MODES = ("weight-stationary", "weight-streaming")
 
 
@@ -48,6 +59,12 @@ class Layer:
     fwd_mem_bytes: float      # activation bytes read + written in forward, per sample
     mp_ar_fwd: int = 0
     mp_ar_bwd: int = 0
+    mem_split: float | None = None     # None: per-kind default (fred.model.compute)
+    saved_bytes: float | None = None   # None: the output activation (act_bytes)
+    saved_split: float = 0.0
+    core_saved: float = 0.0
+    core_flops: float = 0.0
+    core_mem_bytes: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -103,11 +120,20 @@ def _check_mode(mode, where):
 
 def transformer_layers(L: int, d: int, heads: int, s: int, V: int, ffn_mult: float = 4,
                        dtype_bytes: int = 2) -> list[Layer]:
-    """Megatron-LM layers of a decoder transformer (per sample = one sequence of ``s`` tokens)."""
+    """Megatron-LM layers of a decoder transformer (per sample = one sequence of ``s`` tokens).
+
+    Activations saved for backward (Korthikanti et al., MLSys 2023, Sec. 4.1, there with 2-byte
+    values and 1-byte dropout masks: 34 s h + 5 a s^2 bytes per layer and sequence, of which
+    24 s h + 5 a s^2 are split by tensor (MP) parallelism): attention block = layer-norm input,
+    QKV input and output-dropout mask (replicated); Q, K, V, projection input, and the core's
+    softmax output, its dropout mask and output (split); MLP block = layer-norm input, fc1
+    input, dropout mask (replicated); GeLU input and output (split)."""
     b = dtype_bytes
+    mk = MASK_BYTES
     f = ffn_mult * d
     out = [Layer("embedding", "embedding", fwd_flops=0.0, bwd_flops=0.0, params=V * d + s * d,
-                 act_bytes=s * d * b, fwd_mem_bytes=2 * s * d * b, mp_ar_fwd=1, mp_ar_bwd=0)]
+                 act_bytes=s * d * b, fwd_mem_bytes=2 * s * d * b, mp_ar_fwd=1, mp_ar_bwd=0,
+                 saved_bytes=s * d * mk)]                         # embedding dropout mask
     attn_params = 4 * d * d + 4 * d + 2 * d                     # QKV + proj (+bias) + layer norm
     mlp_params = 2 * d * f + f + d + 2 * d                       # fc1 + fc2 (+bias) + layer norm
     attn_flops = 8 * s * d * d + 4 * s * s * d                  # QKV, proj; QK^T and attn x V
@@ -116,13 +142,27 @@ def transformer_layers(L: int, d: int, heads: int, s: int, V: int, ffn_mult: flo
     # scores and probabilities (2 x heads x s^2, written and read), MLP hidden (f s, written+read)
     attn_mem = (2 * s * d + 4 * s * d + 4 * heads * s * s) * b
     mlp_mem = (2 * s * d + 2 * s * f) * b
+    # Megatron MP splits the heads and the MLP hidden dimension: all of that traffic is split,
+    # the block's input and output (2 s d) are read / written in full by every MP member
+    attn_split = (4 * s * d + 4 * heads * s * s) * b / attn_mem
+    mlp_split_mem = 2 * s * f * b / mlp_mem
+    core_saved = (2 * b + mk) * heads * s * s                   # softmax out, dropout mask, dropout out
+    attn_saved_split = 4 * b * s * d + core_saved               # Q, K, V, projection input + core
+    attn_saved = (2 * b + mk) * s * d + attn_saved_split        # + layer-norm in, QKV in, dropout mask
+    mlp_split = 2 * b * s * f                                    # GeLU input and output
+    mlp_saved = (2 * b + mk) * s * d + mlp_split
     for i in range(L):
         out.append(Layer(f"layer{i}.attn", "attention", attn_flops, 2 * attn_flops, attn_params,
-                         s * d * b, attn_mem, 1, 1))
-        out.append(Layer(f"layer{i}.mlp", "mlp", mlp_flops, 2 * mlp_flops, mlp_params, s * d * b, mlp_mem, 1, 1))
-    # output logits with weights tied to the embedding (no extra parameters); final layer norm
+                         s * d * b, attn_mem, 1, 1, mem_split=attn_split, saved_bytes=attn_saved,
+                         saved_split=attn_saved_split,
+                         core_saved=core_saved, core_flops=4 * s * s * d, core_mem_bytes=4 * heads * s * s * b))
+        out.append(Layer(f"layer{i}.mlp", "mlp", mlp_flops, 2 * mlp_flops, mlp_params, s * d * b, mlp_mem, 1, 1,
+                         mem_split=mlp_split_mem, saved_bytes=mlp_saved, saved_split=mlp_split))
+    # output logits with weights tied to the embedding (no extra parameters); final layer norm;
+    # saved: the final layer-norm input, the logits' input and the logits (split over MP)
     out.append(Layer("logits", "logits", 2 * s * d * V, 4 * s * d * V, 2 * d, s * d * b,
-                     (s * d + 2 * s * V) * b, 0, 1))
+                     (s * d + 2 * s * V) * b, 0, 1, mem_split=2 * V / (d + 2 * V),
+                     saved_bytes=2 * b * s * d + b * s * V, saved_split=b * s * V))
     return out
 
 
@@ -135,7 +175,10 @@ def _conv(name, cin, cout, k, stride, h, w, b, kind="conv", bn=True, pad=None):
     in_b, out_b = cin * h * w * b, cout * ho * wo * b
     # conv reads its input, writes its output; batch norm + ReLU read and write it again
     mem = in_b + out_b + (2 * out_b if bn else 0)
-    return Layer(name, kind, 2.0 * macs, 4.0 * macs, params, out_b, mem, 1, 1), ho, wo
+    # saved for backward: the conv output (batch norm's input) and the batch-norm/ReLU output
+    # (the ReLU mask and the next layer's input); this layer's own input is the previous one's
+    saved = 2 * out_b if bn else out_b
+    return Layer(name, kind, 2.0 * macs, 4.0 * macs, params, out_b, mem, 1, 1, saved_bytes=saved), ho, wo
 
 
 def resnet_layers(spec: dict, dtype_bytes: int = 2) -> list[Layer]:
@@ -270,7 +313,9 @@ def workload_from_dict(raw: dict, where: str = "<dict>") -> Workload:
                 layers.append(Layer(str(l.get("name", f"l{i}")), str(l.get("kind", "layer")), float(l["fwd_flops"]),
                                     float(l.get("bwd_flops", 2 * float(l["fwd_flops"]))), float(l["params"]),
                                     float(l["act_bytes"]), float(l.get("fwd_mem_bytes", 2 * float(l["act_bytes"]))),
-                                    int(l.get("mp_ar_fwd", 0)), int(l.get("mp_ar_bwd", 0))))
+                                    int(l.get("mp_ar_fwd", 0)), int(l.get("mp_ar_bwd", 0)),
+                                    saved_bytes=float(l["saved_bytes"]) if l.get("saved_bytes") is not None else None,
+                                    saved_split=float(l.get("saved_split", 0.0))))
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise FredError(f"workload {where}: bad layer #{i} ({exc})") from None
         if not layers:
@@ -278,8 +323,9 @@ def workload_from_dict(raw: dict, where: str = "<dict>") -> Workload:
     else:
         raise FredError(f"workload {where}: unknown kind {kind!r}; expected transformer, resnet or layers")
     for l in layers:
-        if min(l.fwd_flops, l.bwd_flops, l.params, l.act_bytes, l.fwd_mem_bytes) < 0:
-            raise FredError(f"workload {where}: layer {l.name} has a negative size")
+        if min(l.fwd_flops, l.bwd_flops, l.params, l.act_bytes, l.fwd_mem_bytes, l.saved_split) < 0 or (
+                l.saved_bytes is not None and not l.saved_split <= l.saved_bytes):
+            raise FredError(f"workload {where}: layer {l.name} has a negative size (or saved_split > saved_bytes)")
     sweep = raw.get("sweep_microbatches")
     if isinstance(sweep, dict):
         sweep = {int(k): int(v) for k, v in sweep.items()}

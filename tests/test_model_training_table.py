@@ -67,8 +67,12 @@ def test_mechanisms_emerge_from_routes(table):
     # ... DP(5): in-switch reduction moves ~37.5% fewer bytes on Fred-D than Fred-C
     r_dp = busy("transformer-17b", "fred-c", "dp") / busy("transformer-17b", "fred-d", "dp")
     assert 1.35 < r_dp < 1.75, r_dp
-    # Transformer-1T weight streaming to all 20 NPUs: mesh edge I/O at 0.65 of line rate
-    r_io = busy("transformer-1t", "mesh", "stream") / busy("transformer-1t", "fred-d", "stream")
+    # Transformer-1T weight streaming to all 20 NPUs: mesh edge I/O at 0.65 of line rate (with
+    # HBM large enough that no activations are offloaded through the same I/O controllers)
+    from fred.model.compute import default_npu
+    big = default_npu().replace(hbm_capacity=20e12)
+    stream = {f: estimate("transformer-1t", f, npu=big).comm_busy["stream"] for f in ("mesh", "fred-d")}
+    r_io = stream["mesh"] / stream["fred-d"]
     assert 1.4 < r_io < 1.7, r_io
 
 
@@ -116,7 +120,7 @@ def test_pipeline_bubble_shrinks_with_microbatches():
 def test_bad_strategy_and_memory():
     with pytest.raises(ValueError, match="uses 40 NPUs, not 20"):
         estimate("resnet-152", "mesh", "MP(2)-DP(20)")
-    with pytest.raises(FredError, match="does not fit in HBM in weight-stationary mode"):
+    with pytest.raises(FredError, match=r"does not fit in HBM .* under any memory policy"):
         estimate("gpt3-175b", "fred-d", mode="weight-stationary")
     with pytest.raises(ValueError, match="unknown fabric 'hypercube'"):
         estimate("resnet-152", "hypercube")

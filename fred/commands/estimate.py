@@ -4,17 +4,31 @@ from __future__ import annotations
 
 HELP = "training-time estimates for each workload x fabric (mesh, Fred-A..D), with exposed-communication breakdown"
 
-COLS = ("compute", "dp", "mp", "pp", "stream", "input")
-COL_TITLES = {"compute": "compute", "dp": "DP", "mp": "MP", "pp": "PP", "stream": "wstream", "input": "input"}
+COLS = ("compute", "dp", "mp", "pp", "stream", "input", "offload")
+COL_TITLES = {"compute": "compute", "dp": "DP", "mp": "MP", "pp": "PP", "stream": "wstream", "input": "input",
+              "offload": "offload"}
+#: short names of the memory policies in tables
+POLICY_SHORT = {"none": "none", "selective": "sel", "recompute": "rec", "offload": "off",
+                "selective+offload": "sel+off", "recompute+offload": "rec+off"}
 
 
 def add_hardware_arguments(p):
+    from fred.model.compute import DEFAULT_NPU, NPU_PRESETS, UTILISATION
+    from fred.model.memory import CHOICES, DEFAULT_POLICY
+
     g = p.add_argument_group("hardware overrides (apply to every workload and fabric alike)")
-    g.add_argument("--tflops", type=float, metavar="T", help="NPU peak dense FP16 TFLOP/s (default 989.4, H100 SXM5)")
+    g.add_argument("--npu", metavar="NAME", default=None,
+                   help=f"NPU preset: {', '.join(NPU_PRESETS)} (default {DEFAULT_NPU}: 989.4 TFLOP/s, 3 TB/s HBM per "
+                        "FRED-SPEC, 80 GB; b200: 2250 TFLOP/s, 8 TB/s, 192 GB); the options below override it")
+    g.add_argument("--tflops", type=float, metavar="T", help="NPU peak dense FP16 TFLOP/s (default: the preset's)")
     g.add_argument("--utilisation", "--utilization", type=float, metavar="U", dest="utilisation",
-                   help="fraction of peak sustained by compute-bound layers (default 1.0)")
-    g.add_argument("--hbm-bw", type=float, metavar="TBPS", help="NPU HBM bandwidth in TB/s (default 3)")
-    g.add_argument("--hbm-gb", type=float, metavar="GB", help="NPU HBM capacity in GB (default 80)")
+                   help=f"fraction of peak sustained by compute-bound layers (default {UTILISATION}: Megatron-LM's "
+                        "measured 52%% of peak, Narayanan et al. SC'21)")
+    g.add_argument("--hbm-bw", type=float, metavar="TBPS", help="NPU HBM bandwidth in TB/s (default: the preset's)")
+    g.add_argument("--hbm-gb", type=float, metavar="GB", help="NPU HBM capacity in GB (default: the preset's)")
+    g.add_argument("--memory", metavar="POLICY", default=None,
+                   help=f"what to do when activations do not fit in HBM: {'|'.join(CHOICES)} (default {DEFAULT_POLICY}: "
+                        "the cheapest policy that fits; none: refuse what does not fit)")
     g.add_argument("--npu-bw", type=float, metavar="TBPS", help="NPU network bandwidth per direction, TB/s (default 3)")
     g.add_argument("--mesh-link-bw", type=float, metavar="GBPS", help="mesh link bandwidth, GB/s (default 750)")
     g.add_argument("--io-bw", type=float, metavar="GBPS", help="I/O controller bandwidth, GB/s (default 128)")
@@ -66,17 +80,21 @@ def hardware_from_args(args):
         ch["switch"] = dataclasses.replace(ch.get("switch", p.switch), **sw)
     if ch:
         p = p.replace(**ch)
-    n = {}
-    if getattr(args, "tflops", None) is not None:
-        n["peak_flops"] = args.tflops * 1e12
-    if getattr(args, "utilisation", None) is not None:
-        n["utilisation"] = args.utilisation
-    if getattr(args, "hbm_bw", None) is not None:
-        n["hbm_bw"] = args.hbm_bw * TB
-    if getattr(args, "hbm_gb", None) is not None:
-        n["hbm_capacity"] = args.hbm_gb * 1e9
-    npu = C.default_npu().replace(**n) if n else C.default_npu()
+    n, given = {}, []
+    for opt, key, scale in (("tflops", "peak_flops", 1e12), ("utilisation", "utilisation", 1.0),
+                            ("hbm_bw", "hbm_bw", TB), ("hbm_gb", "hbm_capacity", 1e9)):
+        v = getattr(args, opt, None)
+        if v is not None:
+            n[key] = v * scale
+            given.append(f"--{opt.replace('_', '-')} {v:g}")
+    base = C.npu_preset(getattr(args, "npu", None) or C.DEFAULT_NPU)
+    if n:
+        n["source"] = base.source + "; command line: " + " ".join(given)
+    npu = base.replace(**n) if n else base
     gran = {}
+    if hasattr(args, "memory"):
+        from fred.model.memory import DEFAULT_POLICY, check_policy
+        gran["memory"] = check_policy(args.memory or DEFAULT_POLICY)
     for opt, key in (("granularity", "granularity"), ("stream_steps", "stream_steps")):
         v = getattr(args, opt, None)
         if v is not None:
@@ -113,13 +131,29 @@ def _fmt_ms(x):
     return f"{x * 1e3:10.3f}"
 
 
-def format_table(rows, timing_source) -> str:
+def memory_cell(e) -> str:
+    """``policy before->after`` in GB per NPU, e.g. ``sel+off 129->80``."""
+    return f"{POLICY_SHORT.get(e.memory_policy, e.memory_policy)} {e.memory_before / 1e9:.0f}->{e.memory_per_npu / 1e9:.0f}"
+
+
+def npu_line(npu) -> str:
+    from fred.model.compute import UTILISATION, UTILISATION_SOURCE
+
+    util = (UTILISATION_SOURCE if npu.utilisation == UTILISATION else f"{npu.utilisation:g} of peak (command line)")
+    return (f"NPU: {npu.source}; utilisation {util}; sustained {npu.flops / 1e12:.0f} TFLOP/s, "
+            f"{npu.hbm_capacity / 1e9:.0f} GB HBM")
+
+
+def format_table(rows, timing_source, npu=None) -> str:
     from fred.model.params import variant
 
-    out = [f"switch timing: {timing_source}",
-           "times in ms per iteration; exposed communication on the critical path; speedup = mesh / fabric"]
+    out = [f"switch timing: {timing_source}"]
+    if npu is not None:
+        out.append(npu_line(npu))
+    out.append("times in ms per iteration; exposed communication on the critical path; speedup = mesh / fabric; "
+               "memory = policy and GB per NPU with all activations in HBM -> as run")
     hdr = (f"{'workload':16} {'fabric':7} {'strategy':18} {'iter':>10} " + " ".join(f"{COL_TITLES[c]:>10}" for c in COLS)
-           + f" {'speedup':>8} {'paper':>6}")
+           + f" {'speedup':>8} {'paper':>6}  memory")
     out.append(hdr)
     out.append("-" * len(hdr))
     for e in rows:
@@ -127,7 +161,7 @@ def format_table(rows, timing_source) -> str:
         paper = f"{e.paper_speedup:6.2f}" if e.paper_speedup else f"{'':6}"
         sp = f"{e.speedup:8.3f}" if e.speedup is not None else f"{'':8}"
         out.append(f"{e.workload:16} {variant(e.fabric).display:7} {e.strategy:18} {_fmt_ms(e.iteration_time)} "
-                   + " ".join(_fmt_ms(v) for v in vals) + f" {sp} {paper}")
+                   + " ".join(_fmt_ms(v) for v in vals) + f" {sp} {paper}  {memory_cell(e)}")
     notes = sorted({f"{e.workload}: {n}" for e in rows for n in e.notes})
     for n in notes:
         out.append(f"note: {n}")
@@ -138,7 +172,7 @@ def format_table(rows, timing_source) -> str:
 _NOT_FOR_TRACES = (("workload", "--workload"), ("microbatches", "--microbatches"), ("samples", "--samples"),
                    ("mode", "--mode"), ("plot", "--plot"), ("tflops", "--tflops"), ("utilisation", "--utilisation"),
                    ("hbm_bw", "--hbm-bw"), ("hbm_gb", "--hbm-gb"), ("granularity", "--granularity"),
-                   ("stream_steps", "--stream-steps"))
+                   ("stream_steps", "--stream-steps"), ("npu", "--npu"), ("memory", "--memory"))
 
 
 def format_trace_table(rows, timing_source) -> str:
@@ -219,12 +253,16 @@ def run(args):
         plot_breakdown(rows, args.plot, title=f"Training time per iteration, normalised to the mesh "
                        f"(NPU {npu.flops / 1e12:.0f} TFLOP/s, {npu.hbm_bw / 1e12:.0f} TB/s HBM); switch timing: {source}")
     if args.json:
-        print(json.dumps({"switch_timing_source": source, "npu": {"peak_flops": npu.peak_flops, "utilisation": npu.utilisation,
+        from fred.model.compute import UTILISATION_SOURCE
+        print(json.dumps({"switch_timing_source": source, "npu": {"name": npu.name, "peak_flops": npu.peak_flops,
+                                                                   "utilisation": npu.utilisation,
+                                                                   "utilisation_default_source": UTILISATION_SOURCE,
                                                                    "hbm_bw": npu.hbm_bw, "hbm_capacity": npu.hbm_capacity,
                                                                    "source": npu.source},
+                          "memory_policy_requested": gran.get("memory"),
                           "rows": [e.to_dict() for e in rows]}, indent=2))
     else:
-        print(format_table(rows, source))
+        print(format_table(rows, source, npu))
         if args.plot:
             print(f"plot: {args.plot}")
     return 0

@@ -25,7 +25,8 @@ def add_arguments(p):
 def sweep(workload="transformer-17b", fabrics=("mesh", "fred-d"), rule=40, *, params=None, npu=None, mode=None,
           sim_options=None):
     """Every strategy x fabric. Returns a list of dicts: strategy, fabric, estimate (or None and
-    ``error`` when the strategy does not fit in HBM)."""
+    ``error`` when the strategy fits in HBM under no allowed memory policy, see
+    :mod:`fred.model.memory`; ``sim_options`` may hold ``memory``)."""
     from fred import FredError
 
     from fred.model.estimate import estimate, resolve_fabrics
@@ -96,26 +97,34 @@ def summary(results, fabric="fred-d"):
     return out
 
 
-def format_sweep(results, summ, timing_source, workload, rule) -> str:
+def format_sweep(results, summ, timing_source, workload, rule, npu=None) -> str:
+    from fred.commands.estimate import memory_cell, npu_line
     from fred.model.params import variant
 
-    lines = [f"switch timing: {timing_source}",
-             f"{workload}: every MP x DP x PP = 20 strategy, minibatch = DP x {rule}; times per sample in microseconds"]
+    lines = [f"switch timing: {timing_source}"] + ([npu_line(npu)] if npu is not None else []) + [
+             f"{workload}: every MP x DP x PP = 20 strategy, minibatch = DP x {rule}; times per sample in microseconds; "
+             "other = exposed weight streaming + input + activation offload; memory = policy, GB per NPU with all "
+             "activations in HBM -> as run"]
     hdr = (f"{'strategy':18} {'fabric':7} {'mb':>4} {'iter ms':>10} {'us/sample':>10} {'compute':>9} {'DP':>9} {'MP':>9}"
-           f" {'PP':>9} {'other':>8} {'speedup':>8}")
+           f" {'PP':>9} {'other':>8} {'speedup':>8}  memory")
     lines.append(hdr)
     lines.append("-" * len(hdr))
     for r in results:
         e = r["estimate"]
         if e is None:
-            lines.append(f"{r['strategy']:18} {variant(r['fabric']).display:7} does not fit: {r['error']}")
+            lines.append(f"{r['strategy']:18} {variant(r['fabric']).display:7} INFEASIBLE, skipped: {r['error']}")
             continue
         per = lambda v: v / e.minibatch * 1e6
-        other = e.exposed.get("stream", 0) + e.exposed.get("input", 0)
+        other = e.exposed.get("stream", 0) + e.exposed.get("input", 0) + e.exposed.get("offload", 0)
         sp = f"{e.speedup:8.3f}" if e.speedup else f"{'':8}"
         lines.append(f"{e.strategy:18} {variant(e.fabric).display:7} {e.microbatches:4d} {e.iteration_time * 1e3:10.3f} "
                      f"{per(e.iteration_time):10.2f} {per(e.compute_time):9.2f} {per(e.exposed.get('dp', 0)):9.2f} "
-                     f"{per(e.exposed.get('mp', 0)):9.2f} {per(e.exposed.get('pp', 0)):9.2f} {per(other):8.2f} {sp}")
+                     f"{per(e.exposed.get('mp', 0)):9.2f} {per(e.exposed.get('pp', 0)):9.2f} {per(other):8.2f} {sp}"
+                     f"  {memory_cell(e)}")
+    bad = sorted({r["strategy"] for r in results if r["estimate"] is None})
+    if bad:
+        lines.append(f"{len(bad)} strateg{'y' if len(bad) == 1 else 'ies'} fit in HBM under no allowed memory policy "
+                     f"and are left out of the averages: {', '.join(bad)}")
     if summ.get("strategies"):
         ref = PAPER_SWEEP.get(workload)
         ref = f" (paper, Fig. 11: {ref[0]}x and {ref[1]}x)" if ref else ""
@@ -154,7 +163,7 @@ def run(args):
                                     **({"estimate": r["estimate"].to_dict()} if r["estimate"] else {})} for r in res]},
                          indent=2))
     else:
-        print(format_sweep(res, summ, source, wname, args.rule))
+        print(format_sweep(res, summ, source, wname, args.rule, npu))
         if args.plot:
             print(f"plot: {args.plot}")
     return 0
