@@ -55,7 +55,7 @@ import math
 
 import numpy as np
 
-from .params import SwitchTiming
+from .timing import SwitchTiming
 
 TaskId = int
 
@@ -341,7 +341,7 @@ def _priority_rates(ent_flow, ent_link, nflows, link_cap, flow_cap, prio, sw=Non
 class Sim:
     """Build a dependency graph of tasks on a :class:`fred.model.topology.Topology`, then ``run()``.
 
-    ``timing`` (a :class:`~fred.model.params.SwitchTiming`) overrides the topology's switch timing.
+    ``timing`` (a :class:`~fred.model.timing.SwitchTiming`) overrides the topology's switch timing.
     """
 
     def __init__(self, topo, timing: SwitchTiming | None = None):

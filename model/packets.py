@@ -19,10 +19,16 @@ from __future__ import annotations
 
 import functools
 
-from .params import ACK_EVERY, FLIT_BYTES, PACKET_BYTES
 from fred.contract import packet as pk
 
-__all__ = ["data_packet_flits", "control_packet_flits", "link_efficiency"]
+__all__ = ["PACKET_BYTES", "FLIT_BYTES", "ACK_EVERY", "data_packet_flits", "control_packet_flits",
+           "link_efficiency"]
+
+PACKET_BYTES = 4 * 2**10          # FRED-SPEC §4: data packets of 4 KB (payload)
+FLIT_BYTES = 512                  # FRED-SPEC §4: 512 B flits
+ACK_EVERY = 16                    # FRED-SPEC §4: Go-Back-N, one cumulative ACK per 16 data packets
+# ours: the header (6 B, FRED-SPEC §4) travels in a flit of its own (fred.contract.packet, as the RTL
+# does), so a data packet is 1 + 8 flits; link_efficiency() derives the links' payload share.
 
 
 def _flit_bits(flit_bytes) -> int:

@@ -1,6 +1,12 @@
 """Physical parameters of the wafer network model, as plain data.
 
-Every constant is defined exactly once, here, with its source:
+Every constant is defined exactly once, with its source; the wafer's are here, the two groups
+that belong to one mechanism live with it and are imported here:
+
+* the packet format sizes (FRED-SPEC §4): :mod:`fred.model.packets`;
+* the switch timing fallback figures: :mod:`fred.model.timing` (with :class:`SwitchTiming`).
+
+Sources:
 
 * ``FRED-SPEC §N`` -- the project's fact sheet (/work/shared/FRED-SPEC.md), i.e. the paper;
 * ``ours`` -- the paper is silent and this project decides (documented in docs/network.md).
@@ -22,6 +28,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass, field
+
+from .packets import ACK_EVERY, FLIT_BYTES, PACKET_BYTES, data_packet_flits, link_efficiency
+from .timing import SwitchTiming, switch_timing
 
 # ---- units -----------------------------------------------------------------------------------
 KB = 1e3
@@ -59,104 +68,11 @@ VC_PRIORITY = {"mp": 2, "pp": 1, "dp": 0}
 # (the lowest): they feed the DP group's members and are the least latency-critical.
 TRAFFIC_VC = {"mp": "mp", "pp": "pp", "dp": "dp", "stream": "dp", "input": "dp", "offload": "dp"}
 
-PACKET_BYTES = 4 * KiB            # FRED-SPEC §4: data packets of 4 KB (payload)
-FLIT_BYTES = 512                  # FRED-SPEC §4: 512 B flits
-ACK_EVERY = 16                    # FRED-SPEC §4: Go-Back-N, one cumulative ACK per 16 data packets
-# ours: the header (6 B, FRED-SPEC §4) travels in a flit of its own (fred.contract.packet, as the RTL
-# does), so a data packet is 1 + 8 flits; fred.model.packets derives the links' payload share.
-
-# ours: the clock of the switch RTL (the paper gives none); the timing file gives cycles.
-# The figures below are only the fallback of an explicitly constructed ``SwitchTiming()``:
-# the default parameter set reads the measured timing file (see ``_measured_switch``). A FRED_3(12) fabric is
-# R(6) -> FRED_3(6) -> D(6): R, R, FRED_3(3) (3 cell stages), D, D ~ 7 registered µSwitch
-# stages; plus input-port buffer, header decode and output register ~ 16 cycles per traversal
-# of one logical switch. Clock 1 GHz (the paper gives none). The cells are fully pipelined, one
-# beat per cycle per port in every mode (FRED-SPEC §2, ours), so in-switch collectives run at
-# link rate: 1.0 beat/cycle/port.
-SWITCH_LATENCY_CYCLES = 16
-SWITCH_CLOCK_HZ = 1.0e9
-SWITCH_BEATS_PER_CYCLE_PER_PORT = 1.0
-SWITCH_TIMING_SOURCE = "ours: documented default (16 cycles at 1 GHz, 1 beat/cycle/port); not yet measured"
-
-
-@dataclass(frozen=True)
-class SwitchTiming:
-    """Timing of one logical switch traversal.
-
-    * traversal latency = ``latency_cycles / clock_hz`` seconds, added per switch on a path;
-    * in-switch collective bandwidth = link bandwidth x ``beats_per_cycle_per_port`` (a flow that
-      reduces or multicasts inside a switch is capped at that rate on the switch's ports);
-    * ``source`` says where the numbers come from (a timing file path, or "ours: ...").
-    """
-
-    latency_cycles: float = SWITCH_LATENCY_CYCLES
-    clock_hz: float = SWITCH_CLOCK_HZ
-    beats_per_cycle_per_port: float = SWITCH_BEATS_PER_CYCLE_PER_PORT
-    source: str = SWITCH_TIMING_SOURCE
-    #: cycles the control unit needs to switch to a new phase's configuration (measured by the
-    #: switch bench); paid once by every in-switch collective flow, which is a phase of its own;
-    #: a preempted flow loses two (the fabric drains and reloads to the higher phase, and again
-    #: back: :attr:`resume_delay_s`)
-    phase_switch_cycles: float = 0.0
-    #: cycles from a higher-priority phase being ready to its first output while a lower-priority
-    #: phase holds the fabric (the round in flight drains, then the new configuration loads;
-    #: measured by the switch bench, worst case)
-    preemption_cycles: float = 0.0
-    #: the same on an idle switch with a new configuration (measured): the part of a preemption
-    #: that every phase pays anyway; a preempting flow pays the rest (:attr:`preemption_delay_s`)
-    activation_cycles: float = 0.0
-
-    def __post_init__(self):
-        if not self.latency_cycles >= 0:
-            raise ValueError(f"switch latency_cycles must be >= 0, got {self.latency_cycles!r}")
-        if not self.clock_hz > 0:
-            raise ValueError(f"switch clock_hz must be > 0, got {self.clock_hz!r}")
-        if not self.phase_switch_cycles >= 0:
-            raise ValueError(f"switch phase_switch_cycles must be >= 0, got {self.phase_switch_cycles!r}")
-        if not self.preemption_cycles >= 0:
-            raise ValueError(f"switch preemption_cycles must be >= 0, got {self.preemption_cycles!r}")
-        if not self.activation_cycles >= 0:
-            raise ValueError(f"switch activation_cycles must be >= 0, got {self.activation_cycles!r}")
-        if not self.beats_per_cycle_per_port > 0:
-            raise ValueError(f"switch beats_per_cycle_per_port must be > 0, got {self.beats_per_cycle_per_port!r}")
-
-    @property
-    def latency_s(self) -> float:
-        """Switch traversal latency in seconds."""
-        return self.latency_cycles / self.clock_hz
-
-    @property
-    def phase_switch_s(self) -> float:
-        """Phase (configuration) switch latency in seconds."""
-        return self.phase_switch_cycles / self.clock_hz
-
-    @property
-    def preemption_delay_s(self) -> float:
-        """What preempting costs a flow over an unobstructed start, in seconds: the measured
-        preemption latency less the activation every new phase pays (checked against the RTL by
-        tests/test_model_vs_rtl_overlap.py)."""
-        return max(0.0, self.preemption_cycles - self.activation_cycles) / self.clock_hz
-
-    @property
-    def resume_delay_s(self) -> float:
-        """What being preempted costs a flow, in seconds: two phase switches (to the higher
-        phase and back; the fabric idles during both), as the RTL shows."""
-        return 2.0 * self.phase_switch_s
-
-    def collective_bandwidth(self, link_bw: float) -> float:
-        """In-switch collective bandwidth on a port of bandwidth ``link_bw`` (B/s)."""
-        return link_bw * self.beats_per_cycle_per_port
-
 
 @functools.cache
 def _measured_switch() -> SwitchTiming:
     """The switch timing measured from the RTL: the embedded default timing file."""
-    from .timing import switch_timing
-
     return switch_timing()
-
-
-ZERO_SWITCH_TIMING = SwitchTiming(0, 1.0e9, 1.0, "ours: ideal switch (no traversal latency), as in ASTRA-sim analytical")
 
 
 @dataclass(frozen=True)
@@ -194,15 +110,11 @@ class WaferParams:
     @property
     def packet_wire_bytes(self) -> float:
         """Bytes one data packet occupies on a link (header flit + data flits)."""
-        from .packets import data_packet_flits
-
         return float(data_packet_flits(self.packet_bytes, self.flit_bytes) * self.flit_bytes)
 
     @property
     def link_efficiency(self) -> float:
         """Payload share of a link's bandwidth under the packet format (:mod:`fred.model.packets`)."""
-        from .packets import link_efficiency
-
         return link_efficiency(self.packet_bytes, self.flit_bytes, self.ack_every)
 
     @property

@@ -24,7 +24,8 @@ from collections import deque
 
 import numpy as np
 
-from .params import FabricVariant, SwitchTiming, WaferParams, ZERO_SWITCH_TIMING, canonical_fabric, default_params, variant
+from .params import FabricVariant, WaferParams, canonical_fabric, default_params, variant
+from .timing import ZERO_SWITCH_TIMING, SwitchTiming
 
 NODE_KINDS = ("npu", "switch", "io")
 

@@ -177,7 +177,6 @@ def test_no_circle_between_layers():
 KNOWN_CIRCLES = [
     ["fred.model.collectives", "fred.model.flowsim"],
     ["fred.model.network_yaml", "fred.model.topology"],
-    ["fred.model.packets", "fred.model.params", "fred.model.timing"],
 ]
 
 

@@ -9,7 +9,7 @@ from fred import FredError
 from fred.model import params
 from fred.contract.timing import (SCHEMA_VERSION, TimingFileError, default_timing_path, load_timing,
                                   validate_timing)
-from fred.model.timing import switch_timing
+from fred.model.timing import SWITCH_CLOCK_HZ, switch_timing
 
 
 def _doc():
@@ -44,7 +44,7 @@ def test_valid_file_loads_and_converts(tmp_path):
     assert st.collective_bandwidth(3e12) == pytest.approx(1.5e12)  # link BW x beats/cycle/port
     assert str(tmp_path / "t.json") in st.source
     # default clock is the model's documented switch clock
-    assert switch_timing(tf).clock_hz == params.SWITCH_CLOCK_HZ
+    assert switch_timing(tf).clock_hz == SWITCH_CLOCK_HZ
 
 
 def test_embedded_default_loads():
