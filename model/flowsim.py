@@ -339,7 +339,7 @@ def _priority_rates(ent_flow, ent_link, nflows, link_cap, flow_cap, prio, sw=Non
 
 
 class Sim:
-    """Build a dependency graph of tasks on a :class:`fred.model.topology.Topology`, then ``run()``.
+    """Build a dependency graph of tasks on a :class:`fred.model.graph.Topology`, then ``run()``.
 
     ``timing`` (a :class:`~fred.model.timing.SwitchTiming`) overrides the topology's switch timing.
     """

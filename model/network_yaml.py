@@ -28,7 +28,7 @@ import yaml
 from fred.contract.outputs import write_atomic
 
 from .params import GB, NS
-from .topology import Topology, multidim
+from .graph import Topology, multidim
 
 KINDS = {"ring": "Ring", "switch": "Switch", "fullyconnected": "FullyConnected"}
 _TO_DIM = {"Ring": "ring", "Switch": "switch", "FullyConnected": "fc"}
@@ -171,7 +171,7 @@ def dump_network_yaml(spec: NetworkSpec, path=None) -> str:
 
 
 def spec_from_topology(topo: Topology, gb_bytes: float = GB) -> NetworkSpec:
-    """The YAML description of a topology built by :func:`fred.model.topology.multidim` (ring,
+    """The YAML description of a topology built by :func:`fred.model.graph.multidim` (ring,
     fully connected, single switch, multi-dim); ValueError for anything else (meshes without
     wrap-around, FRED trees and hand-built graphs have no ASTRA-sim analytical equivalent)."""
     spec = topo.meta.get("dim_spec")

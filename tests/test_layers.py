@@ -176,7 +176,6 @@ def test_no_circle_between_layers():
 #: to empty: a circle that is not listed fails, and so does a listed one that no longer exists
 KNOWN_CIRCLES = [
     ["fred.model.collectives", "fred.model.flowsim"],
-    ["fred.model.network_yaml", "fred.model.topology"],
 ]
 
 

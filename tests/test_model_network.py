@@ -8,8 +8,9 @@ import pytest
 from fred.model import params as P
 from fred.model.collectives import collective_time, default_algorithm
 from fred.model.flowsim import Sim, maxmin_rates
+from fred.model.graph import route
 from fred.model.parallel_groups import coords, groups, parse_strategy, place
-from fred.model.topology import Topology, build_fabric, fully_connected, mesh2d, ring, route, single_switch, torus2d, tree2
+from fred.model.topology import Topology, build_fabric, fully_connected, mesh2d, ring, single_switch, torus2d, tree2
 
 #: payload share of a wafer link (header flit + ACKs, fred.model.packets): the wafer fabrics move
 #: payload at EFF x link bandwidth; generic topologies at the full bandwidth
