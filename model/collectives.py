@@ -39,7 +39,7 @@ import math
 
 import numpy as np
 
-from .flowsim import OPS, Sim, _check_bytes
+from .flowsim import OPS, Sim, check_bytes
 from .parallel_groups import parse_group
 
 ALGORITHMS = ("ring", "ring2", "hier2d", "hier-ring", "hierarchical", "in-switch", "direct", "shift")
@@ -195,7 +195,7 @@ class _B:
         nodes = np.asarray(nodes, dtype=np.int64)
         ids = np.asarray(ids, dtype=np.int64)
         for a in st:
-            self.sim._dep(a[nodes], ids)
+            self.sim.add_edges(a[nodes], ids)
 
 
 _NEIGH: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -237,12 +237,12 @@ class Ring:
         snd = rings
         rcv = rings[:, nxt]
         pids = b.sim.paths_unicast(snd.ravel(), rcv.ravel())
-        ids = b.sim._flows(np.tile(pids, S), msg, b.lab).reshape(S, R, k)
+        ids = b.sim.add_flows(np.tile(pids, S), msg, b.lab).reshape(S, R, k)
         b.dep_on_state(st, snd.ravel(), ids[0].ravel())
         if S > 1:
             later = ids[1:].ravel()
-            b.sim._dep(ids[:-1][:, :, prv].ravel(), later)
-            b.sim._dep(ids[:-1].ravel(), later)
+            b.sim.add_edges(ids[:-1][:, :, prv].ravel(), later)
+            b.sim.add_edges(ids[:-1].ravel(), later)
         ls = b.empty()
         lr = b.empty()
         ls[snd.ravel()] = ids[-1].ravel()
@@ -264,14 +264,14 @@ class Unicasts:
         if srcs.size == 0:
             return st, []
         pids = b.sim.paths_unicast(srcs, dsts)
-        ids = b.sim._flows(pids, D * scale, b.lab)
+        ids = b.sim.add_flows(pids, D * scale, b.lab)
         b.dep_on_state(st, srcs, ids)
         nodes = np.unique(np.concatenate([srcs, dsts]))
-        joins = b.sim._delays(nodes.size, 0.0, b.lab)
+        joins = b.sim.add_delays(nodes.size, 0.0, b.lab)
         pos = np.searchsorted(nodes, srcs)
-        b.sim._dep(ids, joins[pos])
+        b.sim.add_edges(ids, joins[pos])
         pos = np.searchsorted(nodes, dsts)
-        b.sim._dep(ids, joins[pos])
+        b.sim.add_edges(ids, joins[pos])
         # a node that only receives also keeps its prior state
         a = b.empty()
         a[nodes] = joins
@@ -297,11 +297,11 @@ class Shift:
         for s in range(1, k):
             snd = self.g
             rcv = np.roll(self.g, -s)
-            ids = b.sim._flows(b.sim.paths_unicast(snd, rcv), msg, b.lab)
+            ids = b.sim.add_flows(b.sim.paths_unicast(snd, rcv), msg, b.lab)
             if prev is None:
                 b.dep_on_state(st, snd, ids)
             else:
-                b.sim._dep(prev, ids)                    # own previous step
+                b.sim.add_edges(prev, ids)                    # own previous step
             prev = ids
         a = b.empty()
         a[self.g] = prev
@@ -323,24 +323,24 @@ class Trees:
 
     def __call__(self, b: _B, st, D):
         nodes, pids = self.nodes, self.pids
-        ids = b.sim._flows(pids, D * self.scale, b.lab)
+        ids = b.sim.add_flows(pids, D * self.scale, b.lab)
         # dependencies: the state of every participant (deduplicated)
         pre = np.unique(np.concatenate([a[nodes] for a in st])) if st else np.zeros(0, dtype=np.int64)
         pre = pre[pre >= 0]
         if self.chain:
             if pre.size:
-                b.sim._dep(pre, ids[0])
+                b.sim.add_edges(pre, ids[0])
             if ids.size > 1:
-                b.sim._dep(ids[:-1], ids[1:])
+                b.sim.add_edges(ids[:-1], ids[1:])
             last = ids[-1]
         else:
             if pre.size:
-                b.sim._dep(np.repeat(pre, ids.size), np.tile(ids, pre.size))
+                b.sim.add_edges(np.repeat(pre, ids.size), np.tile(ids, pre.size))
             if ids.size == 1:
                 last = ids[0]
             else:
-                last = b.sim._delays(1, 0.0, b.lab)[0]
-                b.sim._dep(ids, last)
+                last = b.sim.add_delays(1, 0.0, b.lab)[0]
+                b.sim.add_edges(ids, last)
         a = b.empty()
         a[nodes] = last
         return [a], [a]
@@ -598,20 +598,20 @@ def _normalize_groups(topo, group):
 def expand(sim: Sim, op, group, nbytes, deps=(), algorithm=None, chunks=None, label="", root=None, io=None):
     """Add collective ``op`` to ``sim``; returns the TaskId of the whole collective."""
     op = canonical_op(op)
-    nb = _check_bytes(nbytes)
+    nb = check_bytes(nbytes)
     if chunks is not None:
         if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
             raise ValueError(f"chunks must be a positive integer, got {chunks!r}")
     groups = _normalize_groups(sim.topo, group)
-    dl = sim._deps_list(deps)
-    lab = sim._label(label or op)
-    begin = int(sim._delays(1, 0.0, lab)[0])
+    dl = sim.check_deps(deps)
+    lab = sim.label_id(label or op)
+    begin = int(sim.add_delays(1, 0.0, lab)[0])
     if dl:
-        sim._dep(dl, begin)
+        sim.add_edges(dl, begin)
     first_task = sim.num_tasks
-    first_edge = sim._pred.n
+    first_edge = sim.num_edges
     b = _B(sim, lab)
-    cache = sim.__dict__.setdefault("_plan_cache", {})
+    cache = sim.plan_cache
     built = []
     for g in groups:
         key = (op, tuple(g), algorithm, root, None if io is None else tuple(io))
@@ -619,7 +619,7 @@ def expand(sim: Sim, op, group, nbytes, deps=(), algorithm=None, chunks=None, la
         if r is None:
             r = cache[key] = build_plan(sim, op, g, algorithm, root=root, io=io)
         built.append(r)
-    sim._last_algorithms = [alg for _, alg, _ in built]
+    sim.last_algorithms = [alg for _, alg, _ in built]
     cks = [int(chunks or dc) for _, _, dc in built]
     todo = list(zip(groups, [p for p, _, _ in built], cks))
     if len(todo) > 1 and len(set(cks)) == 1:
@@ -640,18 +640,17 @@ def expand(sim: Sim, op, group, nbytes, deps=(), algorithm=None, chunks=None, la
             st0[sim.topo.io_nodes] = begin
         _run_plan(b, plan, [st0], nb, c)
     last_task = sim.num_tasks
-    join = int(sim._delays(1, 0.0, lab)[0])
+    join = int(sim.add_delays(1, 0.0, lab)[0])
     if last_task > first_task:
-        pred = sim._pred.view()[first_edge:]
-        succ = sim._succ.view()[first_edge:]
+        pred, succ = sim.edges(first_edge)
         inner = (pred >= first_task) & (succ < last_task) & (succ >= first_task)
         has_succ = np.zeros(last_task - first_task, dtype=bool)
         has_succ[pred[inner] - first_task] = True
         sinks = np.flatnonzero(~has_succ) + first_task
-        sim._dep(sinks, join)
+        sim.add_edges(sinks, join)
     else:
-        sim._dep(begin, join)
-    sim._spans.append((begin, join))
+        sim.add_edges(begin, join)
+    sim.add_span(begin, join)
     return join
 
 
@@ -759,6 +758,6 @@ def collective_time(fabric, op, group=None, nbytes=2**30, *, algorithm=None, chu
     groups = _normalize_groups(topo, list(range(topo.npus)) if group is None else group)
     sim = Sim(topo, timing)
     t = sim.collective(op, groups, nbytes, algorithm=algorithm, chunks=chunks, root=root, io=io)
-    algs = list(sim._last_algorithms)
+    algs = list(sim.last_algorithms)
     res = sim.run()
     return CollectiveResult(topo, op, groups, float(nbytes), algs, chunks, res, t)

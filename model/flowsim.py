@@ -65,7 +65,7 @@ OPS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "reduce", "br
 _DELAY, _FLOW = 0, 1
 
 
-def _check_bytes(nbytes, what="nbytes") -> float:
+def check_bytes(nbytes, what="nbytes") -> float:
     try:
         v = float(nbytes)
     except (TypeError, ValueError):
@@ -370,6 +370,11 @@ class Sim:
         self._p_cap: list[float] = []
         self._p_cache: dict = {}
         self._spans: list[tuple[int, int]] = []  # (begin task, join task) of collectives
+        #: plans of the collectives expanded so far, by (op, group, algorithm, root, io): a
+        #: collective repeated on the same group reuses its plan (:mod:`fred.model.collectives`)
+        self.plan_cache: dict = {}
+        #: algorithm names of the last collective added (one per group)
+        self.last_algorithms: list[str] = []
         self._sw_lat = self.timing.latency_s
         eff = float(getattr(topo, "link_efficiency", 1.0))
         if not 0 < eff <= 1:
@@ -381,7 +386,22 @@ class Sim:
     def num_tasks(self) -> int:
         return self._kind.n
 
-    def _label(self, label) -> int:
+    @property
+    def num_edges(self) -> int:
+        """Dependency edges added so far."""
+        return self._pred.n
+
+    def edges(self, first: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """(predecessors, successors) of the dependency edges from edge number ``first`` on."""
+        return self._pred.view()[first:], self._succ.view()[first:]
+
+    def add_span(self, begin: TaskId, join: TaskId) -> None:
+        """Report task ``join`` as starting when ``begin`` starts (a collective's one TaskId spans
+        from its begin marker to its join)."""
+        self._spans.append((int(begin), int(join)))
+
+    def label_id(self, label) -> int:
+        """The number of task label ``label`` (labels are numbered as they first appear)."""
         label = str(label)
         i = self._label_idx.get(label)
         if i is None:
@@ -390,7 +410,8 @@ class Sim:
             self._label_idx[label] = i
         return i
 
-    def _deps_list(self, deps) -> list[int]:
+    def check_deps(self, deps) -> list[int]:
+        """``deps`` (a TaskId, or nested lists of them) as a flat list; ValueError naming a bad one."""
         if deps is None:
             return []
         if isinstance(deps, (int, np.integer)):
@@ -399,7 +420,7 @@ class Sim:
         n = self.num_tasks
         for d in deps:
             if isinstance(d, (list, tuple, np.ndarray)):
-                out.extend(self._deps_list(d))
+                out.extend(self.check_deps(d))
                 continue
             try:
                 v = int(d)
@@ -434,7 +455,7 @@ class Sim:
             self._prio.fill(self._prio_cur, k)
         return first
 
-    def _dep(self, pred, succ):
+    def add_edges(self, pred, succ):
         """Add edges pred -> succ (arrays broadcast; pred < 0 ignored)."""
         pred = np.asarray(pred, dtype=np.int64)
         succ = np.asarray(succ, dtype=np.int64)
@@ -452,13 +473,14 @@ class Sim:
             self._pred.extend(pred)
             self._succ.extend(succ)
 
-    def _flows(self, paths, nbytes, label_id) -> np.ndarray:
-        """Bulk-create flows on path ids ``paths`` (array); returns their TaskIds."""
+    def add_flows(self, paths, nbytes, label_id) -> np.ndarray:
+        """Flows of ``nbytes`` (one value or one per flow) on path ids ``paths``; their TaskIds."""
         paths = np.asarray(paths, dtype=np.int32).ravel()
         first = self._new(_FLOW, 0.0, nbytes, paths, label_id, k=paths.size)
         return np.arange(first, first + paths.size, dtype=np.int64)
 
-    def _delays(self, k, dur, label_id) -> np.ndarray:
+    def add_delays(self, k, dur, label_id) -> np.ndarray:
+        """``k`` fixed waits of ``dur`` seconds (0: joins); their TaskIds."""
         first = self._new(_DELAY, dur, 0.0, -1, label_id, k=k)
         return np.arange(first, first + k, dtype=np.int64)
 
@@ -563,10 +585,10 @@ class Sim:
             raise ValueError(f"duration {duration_s!r} is not a number") from None
         if not (d >= 0 and math.isfinite(d)):
             raise ValueError(f"duration must be >= 0 seconds, got {duration_s!r}")
-        dl = self._deps_list(deps)
-        t = self._new(_DELAY, d, 0.0, -1, self._label(label))
+        dl = self.check_deps(deps)
+        t = self._new(_DELAY, d, 0.0, -1, self.label_id(label))
         if dl:
-            self._dep(dl, t)
+            self.add_edges(dl, t)
         return t
 
     def _with_priority(self, priority, fn, *a, **k):
@@ -593,15 +615,15 @@ class Sim:
         return self._transfer(src, dsts, nbytes, deps, label)
 
     def _transfer(self, src, dsts, nbytes, deps, label):
-        nb = _check_bytes(nbytes)
+        nb = check_bytes(nbytes)
         src = self.topo.check_node(src, "source")
-        dl = self._deps_list(deps)
-        lab = self._label(label)
+        dl = self.check_deps(deps)
+        lab = self.label_id(label)
         if isinstance(dsts, (int, np.integer)):
             dst = self.topo.check_node(dsts, "destination")
             t = self._new(_FLOW, 0.0, nb, self.path_unicast(src, dst), lab)
             if dl:
-                self._dep(dl, t)
+                self.add_edges(dl, t)
             return t
         dl2 = [self.topo.check_node(d, "destination") for d in dsts]
         if not dl2:
@@ -610,13 +632,13 @@ class Sim:
             pid = self.path_multicast(src, dl2) if len(dl2) > 1 else self.path_unicast(src, dl2[0])
             t = self._new(_FLOW, 0.0, nb, pid, lab)
             if dl:
-                self._dep(dl, t)
+                self.add_edges(dl, t)
             return t
-        ids = self._flows(self.paths_unicast([src] * len(dl2), dl2), nb, lab)
+        ids = self.add_flows(self.paths_unicast([src] * len(dl2), dl2), nb, lab)
         if dl:
-            self._dep(np.repeat(dl, ids.size), np.tile(ids, len(dl)))
+            self.add_edges(np.repeat(dl, ids.size), np.tile(ids, len(dl)))
         j = self._new(_DELAY, 0.0, 0.0, -1, lab)
-        self._dep(ids, j)
+        self.add_edges(ids, j)
         return j
 
     def reduce(self, srcs, dst: int, nbytes: float, deps=(), label: str = "", priority: int = 0) -> TaskId:
@@ -630,27 +652,27 @@ class Sim:
         return self._reduce(srcs, dst, nbytes, deps, label)
 
     def _reduce(self, srcs, dst, nbytes, deps, label):
-        nb = _check_bytes(nbytes)
+        nb = check_bytes(nbytes)
         srcs = [self.topo.check_node(s, "source") for s in srcs]
         if not srcs:
             raise ValueError("reduce needs at least one source")
         dst = self.topo.check_node(dst, "destination")
-        dl = self._deps_list(deps)
-        lab = self._label(label)
+        dl = self.check_deps(deps)
+        lab = self.label_id(label)
         if self.topo.in_network_reduction:
             t = self._new(_FLOW, 0.0, nb, self.path_reduce(srcs, dst), lab)
             if dl:
-                self._dep(dl, t)
+                self.add_edges(dl, t)
             return t
         others = [s for s in srcs if s != dst]
-        ids = self._flows(self.paths_unicast(others, [dst] * len(others)), nb, lab)
+        ids = self.add_flows(self.paths_unicast(others, [dst] * len(others)), nb, lab)
         j = self._new(_DELAY, 0.0, 0.0, -1, lab)
         if dl:
             if ids.size:
-                self._dep(np.repeat(dl, ids.size), np.tile(ids, len(dl)))
+                self.add_edges(np.repeat(dl, ids.size), np.tile(ids, len(dl)))
             else:
-                self._dep(dl, j)
-        self._dep(ids, j)
+                self.add_edges(dl, j)
+        self.add_edges(ids, j)
         return j
 
     def collective(self, op: str, group, nbytes: float, deps=(), algorithm=None, chunks=None,
