@@ -1,4 +1,5 @@
-"""Collective algorithms as dependency graphs of flows for :class:`fred.model.flowsim.Sim`.
+"""Collective algorithms as dependency graphs of flows on a :class:`fred.model.taskgraph.TaskGraph`
+(what :meth:`fred.model.flowsim.Sim.collective` calls).
 
 An algorithm is a *plan*: a list of streams ``(fraction of the data, [phase, ...])``. Each
 stream's data is cut into ``chunks`` pieces that run the stream's phases in order; piece ``c``
@@ -30,7 +31,7 @@ Algorithms (``algorithm=``):
   another, All-Gather = k multicasts one after another (FRED-SPEC §3).
 * ``direct`` / ``shift`` (All-to-All): all pairs at once / k-1 permutation steps.
 
-Operations and ``nbytes`` (always per NPU): see :data:`fred.model.flowsim.OPS`.
+Operations (:data:`OPS`) and ``nbytes`` (always per NPU): see :mod:`fred.model.flowsim`.
 """
 
 from __future__ import annotations
@@ -39,9 +40,13 @@ import math
 
 import numpy as np
 
-from .flowsim import OPS, Sim, check_bytes
+from . import engine
 from .parallel_groups import parse_group
+from .taskgraph import TaskGraph, check_bytes
+from .topology import resolve
 
+OPS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "reduce", "broadcast", "multicast",
+       "p2p", "io-broadcast", "io-reduce")
 ALGORITHMS = ("ring", "ring2", "hier2d", "hier-ring", "hierarchical", "in-switch", "direct", "shift")
 
 _OP_ALIASES = {
@@ -183,7 +188,7 @@ def default_algorithm(topo, op: str, group) -> str:
 
 # ---- the builder ------------------------------------------------------------------------------
 class _B:
-    def __init__(self, sim: Sim, lab: int):
+    def __init__(self, sim: TaskGraph, lab: int):
         self.sim = sim
         self.lab = lab
         self.N = sim.topo.num_nodes
@@ -409,7 +414,7 @@ def _append(plan, phase_factory):
     return [(f, ph + [phase_factory(f)]) for f, ph in plan] if plan else [(1.0, [phase_factory(1.0)])]
 
 
-def build_plan(sim: Sim, op: str, group, algorithm=None, root=None, io=None):
+def build_plan(sim: TaskGraph, op: str, group, algorithm=None, root=None, io=None):
     """(plan, algorithm name, default chunks) for ``op`` over ``group`` on ``sim.topo``."""
     topo = sim.topo
     g = list(group)
@@ -548,15 +553,15 @@ def io_tree_load(topo, groups, reduce=False) -> np.ndarray:
     if not topo.io_nodes:
         raise ValueError(f"topology {topo.name!r} has no I/O controllers")
     groups = _normalize_groups(topo, groups)
-    sim = Sim(topo)
+    graph = TaskGraph(topo)
     trees = np.zeros(topo.num_links, dtype=np.int64)
     for x in topo.io_nodes:
         for g in groups:
             if reduce:
-                pid = sim.path_reduce(g, x, _io_order(topo, x, True))
+                pid = graph.path_reduce(g, x, _io_order(topo, x, True))
             else:
-                pid = sim.path_multicast(x, g, _io_order(topo, x, False))
-            trees[sim._p_links[pid]] += 1
+                pid = graph.path_multicast(x, g, _io_order(topo, x, False))
+            trees[graph.path_links(pid)] += 1
     return trees / len(groups)
 
 
@@ -595,7 +600,7 @@ def _normalize_groups(topo, group):
     return [topo.check_npus(group, "group")]
 
 
-def expand(sim: Sim, op, group, nbytes, deps=(), algorithm=None, chunks=None, label="", root=None, io=None):
+def expand(sim: TaskGraph, op, group, nbytes, deps=(), algorithm=None, chunks=None, label="", root=None, io=None):
     """Add collective ``op`` to ``sim``; returns the TaskId of the whole collective."""
     op = canonical_op(op)
     nb = check_bytes(nbytes)
@@ -751,13 +756,11 @@ def collective_time(fabric, op, group=None, nbytes=2**30, *, algorithm=None, chu
     ``fabric``: a Topology, a fabric name ("mesh", "fred-a".."fred-d") or an ASTRA-sim YAML
     path; ``group``: NPU ids, a list of groups, or None for every NPU.
     """
-    from .topology import resolve
-
     topo = resolve(fabric, params)
     op = canonical_op(op)
     groups = _normalize_groups(topo, list(range(topo.npus)) if group is None else group)
-    sim = Sim(topo, timing)
-    t = sim.collective(op, groups, nbytes, algorithm=algorithm, chunks=chunks, root=root, io=io)
-    algs = list(sim.last_algorithms)
-    res = sim.run()
+    graph = TaskGraph(topo, timing)
+    t = expand(graph, op, groups, nbytes, algorithm=algorithm, chunks=chunks, root=root, io=io)
+    algs = list(graph.last_algorithms)
+    res = engine.run(graph)
     return CollectiveResult(topo, op, groups, float(nbytes), algs, chunks, res, t)

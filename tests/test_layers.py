@@ -172,17 +172,10 @@ def test_no_circle_between_layers():
     assert _cycles(set(g) | {x for v in g.values() for x in v}, g) == []
 
 
-#: module circles that still exist inside a layer (issue 15 removes them); this list must shrink
-#: to empty: a circle that is not listed fails, and so does a listed one that no longer exists
-KNOWN_CIRCLES = [
-    ["fred.model.collectives", "fred.model.flowsim"],
-]
-
-
-def test_no_new_circle_inside_a_layer():
+def test_no_circle_inside_a_layer():
     found = _cycles(set(MODULES), _module_graph())
     found = [c for c in found if all(layer(x) != "cli" for x in c)]
-    assert sorted(found) == sorted(KNOWN_CIRCLES), f"module circles: {found}"
+    assert found == [], f"module circles: {found}"
 
 
 @pytest.mark.parametrize("pkg, forbidden", [

@@ -7,8 +7,9 @@ import pytest
 
 from fred.model import params as P
 from fred.model.collectives import collective_time, default_algorithm
-from fred.model.flowsim import Sim, maxmin_rates
+from fred.model.flowsim import Sim
 from fred.model.graph import route
+from fred.model.maxmin import maxmin_rates
 from fred.model.parallel_groups import coords, groups, parse_strategy, place
 from fred.model.topology import Topology, build_fabric, fully_connected, mesh2d, ring, single_switch, torus2d, tree2
 
