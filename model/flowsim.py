@@ -78,8 +78,8 @@ class Sim(TaskGraph):
 
     def collective(self, op: str, group, nbytes: float, deps=(), algorithm=None, chunks=None,
                    label: str = "", priority: int = 0, **options) -> TaskId:
-        """Expand collective ``op`` (one of :data:`fred.model.collectives.OPS`) over NPU ``group``
-        into flows.
+        """Expand collective ``op`` (one of :data:`fred.model.collective_algorithms.OPS`) over NPU
+        ``group`` into flows (:func:`fred.model.collectives.expand`).
 
         ``algorithm=None`` picks the fabric default (mesh: hierarchical 2D with two chunks in
         opposite directions for wafer-wide groups, logical rings for sub-groups; fred-a/c:

@@ -86,7 +86,7 @@ from .params import canonical_fabric, default_params
 from .schedule import _analyse, _Graph
 
 DEFAULT_CLOCK_GHZ = 1.0
-#: ASTRA-sim comm type -> collective of fred.model.flowsim.OPS
+#: ASTRA-sim comm type -> collective of fred.model.collective_algorithms.OPS
 COMM_OPS = {"ALLREDUCE": "all-reduce", "ALLGATHER": "all-gather", "REDUCESCATTER": "reduce-scatter",
             "ALLTOALL": "all-to-all"}
 TRACE_KINDS = ("compute", "mp", "dp")

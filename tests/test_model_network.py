@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from fred.model import params as P
-from fred.model.collectives import collective_time, default_algorithm
+from fred.model.collective_algorithms import default_algorithm
+from fred.model.collectives import collective_time
 from fred.model.flowsim import Sim
 from fred.model.graph import route
 from fred.model.maxmin import maxmin_rates

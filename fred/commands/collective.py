@@ -114,7 +114,8 @@ def _groups(args, topo):
 
 
 def run(args):
-    from fred.model.collectives import canonical_algorithm, canonical_op, collective_time
+    from fred.model.collective_algorithms import canonical_algorithm, canonical_op
+    from fred.model.collectives import collective_time
 
     op = canonical_op(args.op)
     nbytes = parse_size(args.size)
