@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 
 
 from . import compute as C
-from .params import canonical_fabric, default_params, variant
+from .params import canonical_fabric, default_params
 from .parallel_groups import format_strategy, parse_strategy
 from .memory import DEFAULT_POLICY
 from .schedule import DEFAULT_GRANULARITY, DEFAULT_STREAM_STEPS, KINDS, build_and_run
@@ -160,10 +160,6 @@ def estimate_table(workloads=None, fabrics=None, strategy=None, **kw) -> list[Es
             e.speedup = base / e.iteration_time if e.iteration_time > 0 else None
             rows.append(e)
     return rows
-
-
-def variant_display(name: str) -> str:
-    return variant(name).display
 
 
 __all__ = ["Estimate", "estimate", "estimate_table", "PAPER_SPEEDUPS", "FABRIC_ORDER", "KINDS"]

@@ -120,10 +120,6 @@ class Topology:
         """Number of NPUs (nodes 0 .. npus-1)."""
         return self._n_npu
 
-    @property
-    def npu_ids(self) -> list[int]:
-        return list(range(self.npus))
-
     def _arr(self):
         if self._arrays is None:
             self._arrays = (np.asarray(self._src, dtype=np.int64), np.asarray(self._dst, dtype=np.int64),

@@ -79,8 +79,6 @@ from .params import TRAFFIC_VC, VC_PRIORITY
 from .parallel_groups import parse_strategy, place
 
 KINDS = ("compute", "mp", "dp", "pp", "stream", "input", "offload")
-KIND_TITLES = {"compute": "compute", "mp": "MP", "dp": "DP", "pp": "PP", "stream": "weight streaming",
-               "input": "input load", "offload": "activation offload"}
 DEFAULT_GRANULARITY = 4      # DP buckets in the last microbatch's backward, per stage
 DEFAULT_STREAM_STEPS = 4     # simulated folds per weight-streaming pass (see _fold / fold_plan)
 OFFLOAD_RUNS = 4             # simulated offload pieces per stage and fold: runs of microbatches

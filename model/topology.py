@@ -154,11 +154,6 @@ def _build_mesh(p: WaferParams, v: FabricVariant) -> Topology:
     return topo
 
 
-def fabric_names() -> tuple[str, ...]:
-    from .params import FABRICS
-    return FABRICS
-
-
 def resolve(topo_or_name, params: WaferParams | None = None) -> Topology:
     """A Topology from a Topology, a fabric name, or a path to an ASTRA-sim YAML file."""
     if isinstance(topo_or_name, Topology):
