@@ -341,7 +341,7 @@ def _line_id(coords, dims, d):
     return lid
 
 
-# ---- the multi-dimensional grid --------------------------------------------------------------------------
+# ---- the multi-dimensional grid ----------------------------------------------------------------
 _DIM_KINDS = {"ring": "ring", "line": "line", "mesh": "line", "switch": "switch", "fc": "fc",
               "fullyconnected": "fc", "fully_connected": "fc", "fully-connected": "fc"}
 
@@ -355,6 +355,31 @@ def multidim(dims, name: str | None = None, *, multicast: bool = False, in_netwo
     dimension 0 varying fastest. Every link is bidirectional with the dimension's bandwidth in
     each direction; a Switch dimension has one switch per line, NPU<->switch links.
     """
+    spec = _check_dims(dims)
+    total = int(np.prod([s[1] for s in spec]))
+    name = name or "x".join(f"{k}({n})" for k, n, _, _ in spec)
+    topo = Topology(name, multicast=multicast, in_network_reduction=in_network_reduction,
+                    timing=timing if timing is not None else ZERO_SWITCH_TIMING)
+    for i in range(total):
+        topo.add_node("npu", f"npu{i}")
+    strides = []
+    s = 1
+    for _, n, _, _ in spec:
+        strides.append(s)
+        s *= n
+    dims_meta = []
+    for d, (kind, n, _, _) in enumerate(spec):
+        switches = [_add_line(topo, spec, strides, d, line) for line in range(total // n)]
+        dims_meta.append((kind, n, strides[d], switches))
+    topo.meta["dims"] = dims_meta
+    topo.meta["dim_spec"] = spec
+    topo.routing = "grid"
+    return topo
+
+
+def _check_dims(dims) -> list[tuple[str, int, float, float]]:
+    """``dims`` of :func:`multidim` as (kind, npus, B/s, s) with canonical kinds; ValueError
+    naming the first bad dimension."""
     spec = []
     for i, d in enumerate(dims):
         if len(d) != 4:
@@ -372,54 +397,38 @@ def multidim(dims, name: str | None = None, *, multicast: bool = False, in_netwo
         spec.append((k, int(n), float(bw), float(lat)))
     if not spec:
         raise ValueError("topology needs at least one dimension")
-    total = int(np.prod([s[1] for s in spec]))
-    name = name or "x".join(f"{k}({n})" for k, n, _, _ in spec)
-    topo = Topology(name, multicast=multicast, in_network_reduction=in_network_reduction,
-                    timing=timing if timing is not None else ZERO_SWITCH_TIMING)
-    for i in range(total):
-        topo.add_node("npu", f"npu{i}")
-    strides = []
-    s = 1
-    for _, n, _, _ in spec:
-        strides.append(s)
-        s *= n
-    dims_meta = []
-    for d, (kind, n, bw, lat) in enumerate(spec):
-        stride = strides[d]
-        switches = []
-        nlines = total // n
-        for line in range(nlines):
-            # members of this line: enumerate other coordinates in mixed radix order
-            rem, coords = line, []
-            for i, (_, ni, _, _) in enumerate(spec):
-                if i == d:
-                    coords.append(0)
-                else:
-                    coords.append(rem % ni)
-                    rem //= ni
-            base = sum(c * st for c, st in zip(coords, strides))
-            members = [base + j * stride for j in range(n)]
-            if n == 1:
-                switches.append(None)
-                continue
-            if kind in ("ring", "line"):
-                for j in range(n - 1):
-                    topo.add_link(members[j], members[j + 1], bw, lat)
-                if kind == "ring" and n > 2:
-                    topo.add_link(members[-1], members[0], bw, lat)
-                switches.append(None)
-            elif kind == "switch":
-                sw = topo.add_node("switch", f"sw{d}.{line}")
-                for m in members:
-                    topo.add_link(m, sw, bw, lat)
-                switches.append(sw)
-            else:
-                for a in range(n):
-                    for b in range(a + 1, n):
-                        topo.add_link(members[a], members[b], bw, lat)
-                switches.append(None)
-        dims_meta.append((kind, n, stride, switches))
-    topo.meta["dims"] = dims_meta
-    topo.meta["dim_spec"] = spec
-    topo.routing = "grid"
-    return topo
+    return spec
+
+
+def _add_line(topo, spec, strides, d, line):
+    """Links (and the switch) of line number ``line`` along dimension ``d``; returns its switch
+    node (None without one)."""
+    kind, n, bw, lat = spec[d]
+    stride = strides[d]
+    # members of this line: enumerate other coordinates in mixed radix order
+    rem, coords = line, []
+    for i, (_, ni, _, _) in enumerate(spec):
+        if i == d:
+            coords.append(0)
+        else:
+            coords.append(rem % ni)
+            rem //= ni
+    base = sum(c * st for c, st in zip(coords, strides))
+    members = [base + j * stride for j in range(n)]
+    if n == 1:
+        return None
+    if kind in ("ring", "line"):
+        for j in range(n - 1):
+            topo.add_link(members[j], members[j + 1], bw, lat)
+        if kind == "ring" and n > 2:
+            topo.add_link(members[-1], members[0], bw, lat)
+        return None
+    if kind == "switch":
+        sw = topo.add_node("switch", f"sw{d}.{line}")
+        for m in members:
+            topo.add_link(m, sw, bw, lat)
+        return sw
+    for a in range(n):
+        for b in range(a + 1, n):
+            topo.add_link(members[a], members[b], bw, lat)
+    return None
