@@ -29,6 +29,7 @@ DELAY, FLOW = 0, 1
 
 
 def check_bytes(nbytes, what="nbytes") -> float:
+    """``nbytes`` as a positive finite float; ValueError naming the value otherwise."""
     try:
         v = float(nbytes)
     except (TypeError, ValueError):
@@ -119,7 +120,7 @@ class TaskGraph:
         self._succ = _Grow(np.int64)
         self._labels: list[str] = []
         self._label_idx: dict[str, int] = {}
-        # path table: links (CSR), sources (CSR), latency, per-flow cap
+        # path table, by path id: links, sources, destinations, latency, per-flow rate cap
         self._p_links: list[np.ndarray] = []
         self._p_srcs: list[np.ndarray] = []
         self._p_dsts: list[np.ndarray] = []
