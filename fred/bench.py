@@ -21,6 +21,7 @@ BENCHMARKS = {
     "overlap": "fred.benchmarks.overlap:main",
     "switch": "fred.sim.measure_switch:main",
     "training": "fred.benchmarks.training:main",
+    "scale-out": "fred.benchmarks.training:scale_out",
 }
 
 USAGE = f"""usage: python -m fred.bench [NAME ...]

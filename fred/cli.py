@@ -27,6 +27,7 @@ COMMANDS = {
     "collective": "fred.commands.collective",
     "estimate": "fred.commands.estimate",
     "sweep": "fred.commands.sweep",
+    "scan": "fred.commands.scan",
     "compare": "fred.commands.compare",
 }
 

@@ -1,12 +1,21 @@
-"""The reproduced headline table (FRED-SPEC §7) and schedule properties, with real simulations.
+"""The headline table (FRED-SPEC §7) and schedule properties, with real simulations.
 
-All eight Fred-C/Fred-D speedups fall outside +-10% of the paper with the one documented
-parameter set (an H100-like NPU at its roofline makes every headline iteration compute-bound);
-docs/training.md explains each case with the model's own numbers. Per the issue, each is
-therefore asserted at its *measured* value with a tolerance (MEASURED below), and the
-mechanisms the paper names are asserted where they can be checked: the communication-only
-ratios (corner-limited mesh All-Reduce, 4x MP/PP bandwidth, in-switch byte halving, the 0.65
-edge-I/O hotspot) come out of simulated routes.
+With the default NPU every headline iteration is compute-bound, so the model's Fred-C / Fred-D
+speedups sit far below the paper's; ``fred scan`` (:mod:`fred.model.scan`) finds the NPU speed k
+at which each of the eight cells is reproduced. No measured speedup is frozen here; asserted are
+the mechanisms:
+
+* at the k the scan reports for a paper cell, an estimate at that k gives a speedup within +-10%
+  of the paper's, and a k below the bisection bracket does not (the reported k is the band's
+  lower edge); a cell the scan does not reach is outside the band at every point it evaluated;
+* at k = 1 compute dominates every headline iteration (why the default table shows ~1.0);
+* on the weight-stationary workloads, the speedup of the fabrics with wide NPU links (Fred-B..D)
+  does not fall as the NPU gets faster (less compute to hide the same communication under), up
+  to k = 256;
+  the weight-streaming workloads are exempt: their FRED speedups peak and fall at large k, where
+  the weight stream yields to MP and PP in the switches (docs/training.md);
+* exposed communication on Fred-D never exceeds the mesh's, at any k;
+* the communication-only ratios the paper reasons about come out of the simulated routes.
 """
 
 import math
@@ -14,17 +23,16 @@ import math
 import pytest
 
 from fred import FredError
+from fred.model import scan as S
 from fred.model.estimate import PAPER_SPEEDUPS, estimate, estimate_table
 
-#: measured with the default parameter set (docs/training.md, "Reproduced table"); documented
-#: exceptions to the paper's values (PAPER_SPEEDUPS), asserted at +-3%
-MEASURED = {
-    "resnet-152": {"fred-c": 1.000, "fred-d": 1.000},
-    "transformer-17b": {"fred-c": 1.064, "fred-d": 1.065},
-    "gpt3-175b": {"fred-c": 1.029, "fred-d": 1.031},
-    "transformer-1t": {"fred-c": 1.000, "fred-d": 1.000},
-}
-TOL = 0.03
+WORKLOADS = list(PAPER_SPEEDUPS)
+#: k grid of the mechanism tests: 0.25 x 8^i, i.e. 0.25 .. 1024
+KS = S.k_grid(0.25, 1024, 5)
+#: ... and of the rising speedup: up to k = 256, while compute still stands between the
+#: collectives (beyond, the iteration is nearly all communication, and the order in which the
+#: switches serve MP, PP and DP moves the speedup by a few per cent either way)
+KS_RISE = S.k_grid(0.25, 256, 6)
 
 
 @pytest.fixture(scope="module")
@@ -33,16 +41,60 @@ def table():
     return {(e.workload, e.fabric): e for e in rows}
 
 
-@pytest.mark.parametrize("wl", list(MEASURED))
-@pytest.mark.parametrize("fab", ["fred-c", "fred-d"])
-def test_headline_speedup(table, wl, fab):
-    e = table[(wl, fab)]
-    paper = PAPER_SPEEDUPS[wl][fab]
-    assert e.paper_speedup == paper
-    if abs(e.speedup - paper) / paper <= 0.10:
-        return                                    # reproduced within +-10%
-    # documented exception: asserted at its measured value
-    assert e.speedup == pytest.approx(MEASURED[wl][fab], rel=TOL), (wl, fab, e.speedup)
+def _cell_params():
+    out = []
+    for wl, cells in PAPER_SPEEDUPS.items():
+        for fab in cells:
+            slow = fab == "fred-c" and wl in ("gpt3-175b", "transformer-1t")   # ~2-4 s per estimate
+            out.append(pytest.param(wl, fab, marks=[pytest.mark.regress] if slow else []))
+    return out
+
+
+@pytest.mark.parametrize("wl, fab", _cell_params())
+def test_paper_cell_reproduced_at_the_scanned_k(wl, fab):
+    r = S.scan([wl], [fab], S.k_grid(1, 1000, 7))
+    (c,) = r.paper_cells
+    assert c.paper_speedup == PAPER_SPEEDUPS[wl][fab]
+    speedup = lambda k: (estimate(wl, "mesh", npu=S.scaled_npu(r.npu, k)).iteration_time
+                         / estimate(wl, fab, npu=S.scaled_npu(r.npu, k)).iteration_time)
+    if c.reached:
+        s = speedup(c.k)
+        assert s == pytest.approx(c.speedup_at_k, rel=1e-12)
+        assert abs(s - c.paper_speedup) <= S.PAPER_BAND * c.paper_speedup, (wl, fab, c.k, s)
+        if c.found_by == "bisection":
+            lo, hi = c.bracket
+            assert lo < c.k and hi / lo <= 1 + S.REFINE_RTOL
+            assert S.band_status(speedup(lo), c.paper_speedup) != "in"
+    else:
+        seen = [p.speedup for (w, f, k, smp), p in r.points.items() if f == fab] + [v for _, v in c.evaluated]
+        assert seen and all(S.band_status(v, c.paper_speedup) != "in" for v in seen if v is not None)
+        assert c.max_speedup == pytest.approx(max(v for v in seen if v is not None))
+
+
+def test_compute_dominates_at_k1(table):
+    for e in table.values():
+        assert e.compute_time / e.iteration_time > 0.9, (e.workload, e.fabric, e.compute_time, e.iteration_time)
+
+
+def test_speedup_does_not_fall_with_faster_npus():
+    fabs = ["fred-b", "fred-c", "fred-d"]
+    r = S.scan(["resnet-152", "transformer-17b"], fabs, KS_RISE, refine=False)
+    for wl in r.workloads:
+        for fab in fabs:
+            _, sp, _ = r.series(wl, fab, S.PAPER_SAMPLES_PER_REPLICA)
+            assert all(b >= a * 0.98 for a, b in zip(sp, sp[1:])), (wl, fab, list(zip(KS_RISE, sp)))
+            assert sp[-1] > 1.5 * sp[0], (wl, fab, sp)     # and it does pay off once compute is fast
+
+
+def test_exposed_comm_on_fred_d_never_above_the_mesh():
+    r = S.scan(WORKLOADS, ["fred-d"], KS, refine=False)
+    for wl in WORKLOADS:
+        for k in KS:
+            mesh = r.points[(wl, "mesh", k, S.PAPER_SAMPLES_PER_REPLICA)]
+            d = r.points[(wl, "fred-d", k, S.PAPER_SAMPLES_PER_REPLICA)]
+            # latency-bound tails (a few us) may differ; bandwidth-bound exposure must not grow
+            assert d.exposed_comm <= mesh.exposed_comm * 1.05 + 1e-5, (wl, k, d.exposed, mesh.exposed)
+            assert d.iteration_time <= mesh.iteration_time * 1.01, (wl, k)
 
 
 def test_breakdown_sums_and_is_nonnegative(table):
@@ -51,7 +103,8 @@ def test_breakdown_sums_and_is_nonnegative(table):
         assert all(v >= 0 for v in e.exposed.values()), e.exposed
         assert math.isclose(e.compute_time + e.exposed_comm, e.iteration_time, rel_tol=1e-9, abs_tol=1e-12)
         assert e.compute_busy <= e.iteration_time * (1 + 1e-9)
-        assert "switch" not in e.timing_source or e.timing_source
+        assert e.timing_source
+        assert e.paper_speedup == PAPER_SPEEDUPS[e.workload].get(e.fabric)
 
 
 def test_mechanisms_emerge_from_routes(table):
@@ -77,7 +130,7 @@ def test_mechanisms_emerge_from_routes(table):
 
 
 def test_exposed_comm_shrinks_on_fred(table):
-    for wl in MEASURED:
+    for wl in WORKLOADS:
         mesh = table[(wl, "mesh")]
         for f in ("fred-c", "fred-d"):
             # latency-bound tails (a few us) may differ; bandwidth-bound exposure must not grow

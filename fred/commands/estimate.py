@@ -250,8 +250,8 @@ def run(args):
     source = rows[0].timing_source if rows else params.switch.source
     if args.plot is not None:
         from fred.model.plots import plot_breakdown
-        plot_breakdown(rows, args.plot, title=f"Training time per iteration, normalised to the mesh "
-                       f"(NPU {npu.flops / 1e12:.0f} TFLOP/s, {npu.hbm_bw / 1e12:.0f} TB/s HBM); switch timing: {source}")
+        plot_breakdown(rows, args.plot, footnote=f"NPU {npu.flops / 1e12:,.0f} TFLOP/s sustained, {npu.hbm_bw / 1e12:g} TB/s "
+                       f"HBM ({npu.source}); switch timing: {source}")
     if args.json:
         from fred.model.compute import UTILISATION_SOURCE
         print(json.dumps({"switch_timing_source": source, "npu": {"name": npu.name, "peak_flops": npu.peak_flops,

@@ -11,6 +11,7 @@ PAPER_SWEEP = {"transformer-17b": (4.22, 1.63), "transformer-1t": (3.92, 1.44)}
 
 def add_arguments(p):
     from fred.commands.estimate import add_hardware_arguments
+    from fred.jobs import add_runner_arguments
 
     p.add_argument("--workload", "-w", default="transformer-17b", metavar="NAME", help="workload (default transformer-17b)")
     p.add_argument("--fabric", "-f", action="append", metavar="NAME", help="fabrics (default mesh and fred-d)")
@@ -18,19 +19,44 @@ def add_arguments(p):
                    help="minibatch rule: DP x 16 (paper Sec. 8.1-8.2) or DP x 40 (Sec. 8.3, Fig. 2/11; default)")
     p.add_argument("--mode", choices=("weight-stationary", "weight-streaming"), help="execution mode (default: the workload's)")
     add_hardware_arguments(p)
+    add_runner_arguments(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--plot", metavar="FILE.png", help="plot compute + exposed communication per strategy")
 
 
-def sweep(workload="transformer-17b", fabrics=("mesh", "fred-d"), rule=40, *, params=None, npu=None, mode=None,
-          sim_options=None):
-    """Every strategy x fabric. Returns a list of dicts: strategy, fabric, estimate (or None and
-    ``error`` when the strategy fits in HBM under no allowed memory policy, see
-    :mod:`fred.model.memory`; ``sim_options`` may hold ``memory``)."""
+def sweep_job(job):
+    """One strategy x fabric of a sweep (the function Dask workers run): a row dict with the
+    estimate, or ``error`` when the strategy does not fit."""
     from fred import FredError
 
-    from fred.model.estimate import estimate, resolve_fabrics
-    from fred.model.parallel_groups import all_strategies, format_strategy
+    from fred.model.estimate import estimate
+    from fred.model.parallel_groups import format_strategy
+
+    w, f, abc, m, rule, p, npu, kw = job
+    try:
+        e = estimate(w, f, abc, params=p, npu=npu, microbatches=m, samples_per_replica=rule, **dict(kw))
+        return {"strategy": format_strategy(abc), "fabric": f, "estimate": e, "error": None}
+    except FredError as exc:
+        return {"strategy": format_strategy(abc), "fabric": f, "estimate": None, "error": str(exc)}
+
+
+def _job_label(job):
+    from fred.model.parallel_groups import format_strategy
+
+    return f"{job[0].name} {format_strategy(job[2])} on {job[1]}"
+
+
+def sweep(workload="transformer-17b", fabrics=("mesh", "fred-d"), rule=40, *, params=None, npu=None, mode=None,
+          sim_options=None, map_fn=None):
+    """Every strategy x fabric. Returns a list of dicts: strategy, fabric, estimate (or None and
+    ``error`` when the strategy fits in HBM under no allowed memory policy, see
+    :mod:`fred.model.memory`; ``sim_options`` may hold ``memory``). The estimates are independent
+    jobs, run by ``map_fn(fn, jobs, desc=..., label=...)`` (default: one after another in this
+    process; the CLI passes :meth:`fred.jobs.JobRunner.map`); the result is the same either way."""
+    from fred import FredError
+
+    from fred.model.estimate import resolve_fabrics
+    from fred.model.parallel_groups import all_strategies
     from fred.model.params import default_params
     from fred.model.workload import load_workload, sweep_microbatches
 
@@ -41,16 +67,15 @@ def sweep(workload="transformer-17b", fabrics=("mesh", "fred-d"), rule=40, *, pa
         w = w.with_mode(mode)
     p = params or default_params()
     fl = resolve_fabrics(fabrics)
-    out = []
-    kw = dict(sim_options or {})
+    kw = tuple(sorted((sim_options or {}).items()))
+    jobs = []
     for abc in all_strategies(p.npus):
         m = sweep_microbatches(w, abc[2], rule) if (abc[2] > 1 or w.mode == "weight-streaming") else 1
-        for f in fl:
-            try:
-                e = estimate(w, f, abc, params=p, npu=npu, microbatches=m, samples_per_replica=rule, **kw)
-                out.append({"strategy": format_strategy(abc), "fabric": f, "estimate": e, "error": None})
-            except FredError as exc:
-                out.append({"strategy": format_strategy(abc), "fabric": f, "estimate": None, "error": str(exc)})
+        jobs += [(w, f, abc, m, rule, p, npu, kw) for f in fl]
+    if map_fn is None:
+        out = [sweep_job(j) for j in jobs]
+    else:
+        out = map_fn(sweep_job, jobs, desc=f"fred sweep {w.name}", label=_job_label)
     # speedup of each fabric over the mesh for the same strategy
     for r in out:
         e = r["estimate"]
@@ -142,13 +167,15 @@ def run(args):
 
     from fred.commands.estimate import hardware_from_args
     from fred.contract.outputs import check_output_path
+    from fred.jobs import runner_from_args
     from fred.model.plots import PLOT_SUFFIXES
 
     if args.plot is not None:
         check_output_path("--plot", args.plot, suffixes=PLOT_SUFFIXES)
     params, npu, gran = hardware_from_args(args)
-    res = sweep(args.workload, args.fabric or ("mesh", "fred-d"), args.rule, params=params, npu=npu, mode=args.mode,
-                sim_options=gran)
+    with runner_from_args(args) as runner:
+        res = sweep(args.workload, args.fabric or ("mesh", "fred-d"), args.rule, params=params, npu=npu,
+                    mode=args.mode, sim_options=gran, map_fn=runner.map)
     fabs = [r["fabric"] for r in res]
     summ = summary(res, "fred-d" if "fred-d" in fabs else fabs[-1])
     ok = [r["estimate"] for r in res if r["estimate"] is not None]
@@ -156,7 +183,9 @@ def run(args):
     wname = ok[0].workload if ok else args.workload
     if args.plot is not None:
         from fred.model.plots import plot_sweep
-        plot_sweep(res, args.plot, title=f"{wname}, minibatch = DP x {args.rule}; switch timing: {source}")
+        plot_sweep(res, args.plot, title=f"{wname}: every MP x DP x PP = 20 strategy, minibatch = DP x {args.rule}",
+                   footnote=f"NPU {npu.flops / 1e12:,.0f} TFLOP/s sustained, {npu.hbm_bw / 1e12:g} TB/s HBM "
+                            f"({npu.source}); switch timing: {source}")
     if args.json:
         print(json.dumps({"switch_timing_source": source, "workload": wname, "rule": args.rule, "summary": summ,
                           "rows": [{"strategy": r["strategy"], "fabric": r["fabric"], "error": r["error"],

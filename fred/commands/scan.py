@@ -1,0 +1,226 @@
+"""``fred scan``: training speedup over the mesh as a function of NPU speed (k x the default NPU)
+and samples per DP replica; the k at which each of the paper's eight headline cells is reproduced,
+and the crossover k at which each FRED variant saves 10% / 25% of the mesh's iteration time."""
+
+from __future__ import annotations
+
+HELP = ("scan NPU speed (k x the default NPU) and samples per replica: speedup over the mesh, the k that "
+        "reproduces each paper cell, crossovers")
+
+
+def _floats(text):
+    out = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if part:
+            try:
+                out.append(float(part))
+            except ValueError:
+                raise ValueError(f"--samples {part!r} is not a number") from None
+    return out
+
+
+def add_arguments(p):
+    from fred.commands.estimate import add_hardware_arguments
+    from fred.jobs import add_runner_arguments
+    from fred.model.scan import K_MAX, K_MIN, K_POINTS, PAPER_SAMPLES_PER_REPLICA
+
+    p.add_argument("--workload", "-w", action="append", metavar="NAME",
+                   help="workload(s) (repeat or comma-separate; default all four)")
+    p.add_argument("--fabric", "-f", action="append", metavar="NAME",
+                   help="fabric(s) (default mesh and Fred-A..D; the mesh is always simulated as the reference)")
+    g = p.add_argument_group("scan axes")
+    g.add_argument("--k-min", type=float, default=K_MIN, metavar="K",
+                   help=f"smallest NPU speed, as a multiple of the default NPU (default {K_MIN:g})")
+    g.add_argument("--k-max", type=float, default=K_MAX, metavar="K", help=f"largest multiple (default {K_MAX:g})")
+    g.add_argument("--points", type=int, default=K_POINTS, metavar="N",
+                   help=f"log-spaced k values from --k-min to --k-max (default {K_POINTS})")
+    g.add_argument("--samples", action="append", metavar="N[,N...]",
+                   help=f"samples per DP replica, the second axis (default {PAPER_SAMPLES_PER_REPLICA:g}, the paper's)")
+    g.add_argument("--no-refine", action="store_true",
+                   help="report the paper cells at grid resolution (no bisection between grid points)")
+    p.add_argument("--microbatches", "-m", type=int, metavar="N", help="microbatches per iteration (default: the workload's)")
+    p.add_argument("--mode", choices=("weight-stationary", "weight-streaming"), help="execution mode (default: the workload's)")
+    add_hardware_arguments(p)
+    add_runner_arguments(p)
+    p.add_argument("--detail", action="store_true",
+                   help="also print every point: iteration time, compute and exposed communication by kind")
+    p.add_argument("--json", action="store_true", help="one JSON object (kind fred-scan, schema_version 1)")
+    p.add_argument("--plot", metavar="FILE.png", help="speedup vs k, one panel per workload, paper values marked")
+
+
+# ---- text --------------------------------------------------------------------------------------
+
+def _k(k):
+    if k is None:
+        return "-"
+    return f"{k:.0f}" if k >= 100 else f"{k:.3g}"
+
+
+def _disp(f):
+    from fred.model.params import variant
+    return variant(f).display
+
+
+def _ms(x):
+    if x is None:
+        return "-"
+    v = x * 1e3
+    return f"{v:.4g}" if v < 1e3 else f"{v:.0f}"
+
+
+def format_header(r, run_info="") -> list:
+    n = r.npu
+    lines = [f"NPU at k = 1: {n.peak_flops / 1e12:.1f} TFLOP/s peak x utilisation {n.utilisation:g}, "
+             f"{n.hbm_bw / 1e12:g} TB/s HBM, {n.hbm_capacity / 1e9:g} GB ({n.source})",
+             "k multiplies peak FLOP/s and HBM bandwidth (every compute task k times shorter); "
+             "network, switch timing and schedule unchanged",
+             f"switch timing: {r.timing_source}",
+             f"grid: {len(r.k_values)} k values {r.k_values[0]:.3g} .. {r.k_values[-1]:.4g} (log-spaced); "
+             f"samples per DP replica: {', '.join(f'{s:g}' for s in r.samples)}" + (f"; {run_info}" if run_info else "")]
+    return lines
+
+
+def format_paper_cells(r) -> list:
+    from fred.model.scan import PAPER_BAND, REFINE_RTOL
+
+    if not r.paper_cells:
+        return []
+    how = (f"grid, then bisection in log k to {REFINE_RTOL:.0%}" if r.refine else "grid only")
+    out = [f"Paper cells (FRED-SPEC §7): smallest k with the speedup within ±{PAPER_BAND:.0%} of the paper's ({how})"]
+    hdr = f"{'workload':16} {'fabric':7} {'samples':>7} {'paper':>6} {'band':>11}  result"
+    out += [hdr, "-" * 100]
+    for c in r.paper_cells:
+        lo, hi = c.band
+        if c.reached:
+            res = (f"reproduced at k = {_k(c.k)} ({c.k * r.npu.flops / 1e12:,.0f} TFLOP/s sustained): "
+                   f"speedup {c.speedup_at_k:.3f} [{c.found_by}]")
+        elif c.max_speedup is None:
+            res = "does not run (see its table below)"
+        else:
+            res = f"not reached: max speedup {c.max_speedup:.3f} at k = {_k(c.k_at_max)}"
+        out.append(f"{c.workload:16} {_disp(c.fabric):7} {c.samples:7g} {c.paper_speedup:6.2f} "
+                   f"{lo:5.2f}-{hi:5.2f}  {res}")
+    return out
+
+
+def format_crossover(r) -> list:
+    from fred.model.scan import SAVINGS
+
+    if not r.crossovers:
+        return []
+    out = ["Crossover: grid k from which each fabric saves at least " + " / ".join(f"{s:.0%}" for s in SAVINGS)
+           + " of the mesh's iteration time (k .. last k of that run; '-' never)"]
+    hdr = f"{'workload':16} {'fabric':7} {'samples':>7} " + " ".join(f"{'>= ' + format(s, '.0%'):>16}" for s in SAVINGS) \
+        + f" {'max saving (k)':>20}"
+    out += [hdr, "-" * len(hdr)]
+    by = {}
+    for x in r.crossovers:
+        by.setdefault((x.workload, x.fabric, x.samples), []).append(x)
+    for (w, f, s), xs in by.items():
+        cols = []
+        for x in xs:
+            cols.append("-" if x.k_from is None else
+                        f"{_k(x.k_from)} .. {_k(x.k_until)}" + ("" if x.holds_to_k_max else " !"))
+        mx = "-" if xs[0].max_saving is None else f"{xs[0].max_saving:.1%} ({_k(xs[0].k_at_max)})"
+        out.append(f"{w:16} {_disp(f):7} {s:7g} " + " ".join(f"{c:>16}" for c in cols) + f" {mx:>20}")
+    if any(x.k_from is not None and not x.holds_to_k_max for x in r.crossovers):
+        out.append("! the saving is lost again above the last k of the run")
+    return out
+
+
+def format_speedups(r) -> list:
+    out = []
+    errs = r.errors()
+    fabs = [f for f in r.fabrics if f != "mesh"]
+    for w in r.workloads:
+        for s in r.samples:
+            if (w, s) in errs and all(r.points[(w, "mesh", k, s)].error for k in r.k_values):
+                out += [f"{w}, {s:g} samples per replica: does not run: {errs[(w, s)]}", ""]
+                continue
+            out.append(f"{w}, {s:g} samples per replica: speedup over the mesh; iteration and exposed "
+                       "communication in ms")
+            hdr = (f"{'k':>8} {'mesh iter':>10} {'mesh exp.':>10} " + " ".join(f"{_disp(f):>7}" for f in fabs)
+                   + (f" {_disp(fabs[-1]) + ' exp.':>12}" if fabs else ""))
+            out += [hdr, "-" * len(hdr)]
+            for k in r.k_values:
+                m = r.points[(w, "mesh", k, s)]
+                row = f"{_k(k):>8} {_ms(m.iteration_time):>10} {_ms(m.exposed_comm if not m.error else None):>10} "
+                row += " ".join(f"{r.points[(w, f, k, s)].speedup:7.3f}" if r.points[(w, f, k, s)].speedup else
+                                f"{'-':>7}" for f in fabs)
+                if fabs:
+                    last = r.points[(w, fabs[-1], k, s)]
+                    row += f" {_ms(None if last.error else last.exposed_comm):>12}"
+                out.append(row)
+            out.append("")
+    return out
+
+
+def format_detail(r) -> list:
+    from fred.commands.estimate import COLS
+
+    kinds = COLS[1:]
+    hdr = (f"{'workload':16} {'samples':>7} {'k':>8} {'fabric':7} {'iter ms':>10} {'compute':>10} "
+           + " ".join(f"{k:>9}" for k in kinds) + f" {'speedup':>8}  memory")
+    out = ["Every point (ms per iteration; exposed communication by kind on the critical path)", hdr, "-" * len(hdr)]
+    for (w, f, k, s), p in r.points.items():
+        if p.error:
+            out.append(f"{w:16} {s:7g} {_k(k):>8} {_disp(f):7} does not run: {p.error}")
+            continue
+        out.append(f"{w:16} {s:7g} {_k(k):>8} {_disp(f):7} {_ms(p.iteration_time):>10} {_ms(p.compute_time):>10} "
+                   + " ".join(f"{_ms(p.exposed.get(x, 0.0)):>9}" for x in kinds)
+                   + (f" {p.speedup:8.3f}" if p.speedup else f" {'-':>8}") + f"  {p.memory_policy}")
+    return out
+
+
+def format_scan(r, run_info="", detail=False) -> str:
+    parts = [format_header(r, run_info), [""], format_paper_cells(r), [""], format_crossover(r), [""],
+             format_speedups(r)]
+    if detail:
+        parts.append(format_detail(r))
+    notes = sorted({f"{p.workload}: {n}" for p in r.points.values() for n in p.notes})
+    parts.append([f"note: {n}" for n in notes])
+    return "\n".join(line for part in parts for line in part).rstrip() + "\n"
+
+
+# ---- run ---------------------------------------------------------------------------------------
+
+def run(args):
+    import json
+    import time
+
+    from fred.commands.estimate import hardware_from_args
+    from fred.jobs import runner_from_args
+    from fred.model.scan import PAPER_SAMPLES_PER_REPLICA, k_grid, scan, to_json
+
+    if args.plot:
+        from fred.contract.outputs import check_output_path
+        from fred.model.plots import PLOT_SUFFIXES
+        check_output_path("--plot", args.plot, suffixes=PLOT_SUFFIXES)
+    params, npu, gran = hardware_from_args(args)
+    ks = k_grid(args.k_min, args.k_max, args.points)
+    samples = [x for t in (args.samples or []) for x in _floats(t)] or [PAPER_SAMPLES_PER_REPLICA]
+    opts = dict(gran)
+    if args.microbatches is not None:
+        opts["microbatches"] = args.microbatches
+    if args.mode:
+        opts["mode"] = args.mode
+    runner = runner_from_args(args)
+    t0 = time.perf_counter()
+    with runner:
+        r = scan(args.workload, args.fabric, ks, samples, params=params, npu=npu, options=opts,
+                 refine=not args.no_refine, map_fn=runner.map)
+    wall = time.perf_counter() - t0
+    run_info = f"{runner.describe()}, {wall:.1f} s"
+    if args.plot:
+        from fred.model.plots import plot_scan
+        plot_scan(r, args.plot)
+    if args.json:
+        doc = to_json(r)
+        doc["run"] = {"executor": runner.describe(), "wall_s": round(wall, 1)}
+        print(json.dumps(doc, indent=1))
+    else:
+        print(format_scan(r, run_info, args.detail), end="")
+        if args.plot:
+            print(f"plot: {args.plot}")
+    return 0

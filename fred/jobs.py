@@ -1,0 +1,240 @@
+"""Independent estimate jobs run through Dask's ``distributed`` scheduler (or serially, in process).
+
+``fred scan`` and ``fred sweep`` evaluate many independent (workload, fabric, NPU, strategy) cells.
+:class:`JobRunner` maps a function over such jobs:
+
+* ``workers=None`` (default): a :class:`distributed.LocalCluster` of worker *processes* on this
+  machine, one per core, one thread each (the simulator is pure Python: threads would share
+  one interpreter lock);
+* ``workers=N > 0``: a LocalCluster of N worker processes;
+
+  (a LocalCluster listens on the loopback interface only, its HTTP endpoint on a free port)
+* ``workers=0``: serial, in this process (no Dask at all) -- the reference the parallel runs
+  must match exactly;
+* ``scheduler="tcp://host:port"``: submit to an already running Dask cluster.
+
+Results come back in job order whatever order they finish in, so a parallel run returns the
+same list as a serial one. Progress (tqdm) is shown as jobs finish when ``progress`` is true.
+
+Every worker must run the same fred as this process: on connecting, the runner asks each worker
+for its fred version and a digest of the fred sources (:func:`fred_origin`) and refuses, with a
+one-line :class:`fred.FredError`, a worker whose code differs. A job that raises on a worker
+becomes a :class:`fred.FredError` naming the job and the exception, which the CLI prints as one
+``fred: error:`` line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+from fred import FredError, __version__
+from fred.contract.checks import check_int, check_name
+
+#: source folders whose files make up the code a job runs (package -> folder), hashed by fred_origin
+_SOURCE_SUFFIXES = (".py", ".json", ".yml", ".yaml", ".csv")
+#: seconds to wait for a scheduler given by address
+CONNECT_TIMEOUT_S = 20
+#: Dask settings for our runs (Dask's defaults are 30 s to connect and 30 s without a reply on a
+#: link; on a machine shared with other jobs a busy worker can miss that)
+DASK_CONFIG = {"distributed.comm.timeouts.connect": "60s", "distributed.comm.timeouts.tcp": "300s"}
+
+
+def _package_dirs():
+    import fred.contract
+    import fred.model
+
+    return [Path(m.__file__).resolve().parent for m in (sys.modules["fred"], fred.contract, fred.model)]
+
+
+def fred_origin() -> dict:
+    """This process's fred: version, package folder and a SHA-256 over its source and data files."""
+    h = hashlib.sha256()
+    dirs = _package_dirs()
+    for d in dirs:
+        for path in sorted(d.rglob("*")):
+            if path.suffix in _SOURCE_SUFFIXES and "__pycache__" not in path.parts and path.is_file():
+                h.update(str(path.relative_to(d)).encode())
+                h.update(b"\0")
+                h.update(path.read_bytes())
+                h.update(b"\0")
+    return {"version": __version__, "path": str(dirs[0]), "digest": h.hexdigest()}
+
+
+def default_workers() -> int:
+    """Worker processes of the default LocalCluster: the cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class JobRunner:
+    """Context manager mapping a function over independent jobs (see the module docstring).
+
+    >>> with JobRunner(workers=0) as r:
+    ...     r.map(abs, [-1, 2, -3])
+    [1, 2, 3]
+    """
+
+    def __init__(self, workers: int | None = None, scheduler: str | None = None, progress: bool = False):
+        if workers is not None:
+            workers = check_int("--workers", workers, low=0, high=4096)
+        if scheduler is not None:
+            scheduler = check_name("--scheduler", scheduler)
+            if workers is not None:
+                raise ValueError(f"--workers {workers} and --scheduler {scheduler!r} exclude each other "
+                                 "(the cluster at the scheduler has its own workers)")
+        self.scheduler = scheduler
+        self.workers = default_workers() if workers is None and scheduler is None else workers
+        self.progress = bool(progress)
+        self.client = None
+        self.cluster = None
+
+    @property
+    def serial(self) -> bool:
+        return self.scheduler is None and self.workers == 0
+
+    def describe(self) -> str:
+        if self.serial:
+            return "serial, in process"
+        if self.scheduler:
+            return f"Dask scheduler {self.scheduler}"
+        return f"Dask LocalCluster, {self.workers} worker process{'es' if self.workers != 1 else ''}"
+
+    # -- life cycle ------------------------------------------------------------------------------
+
+    def __enter__(self):
+        if self.serial:
+            return self
+        import logging
+
+        import dask
+        from distributed import Client, LocalCluster
+
+        # a loaded machine can starve the scheduler for seconds: be patient rather than drop links
+        dask.config.set(DASK_CONFIG)
+        try:
+            if self.scheduler:
+                self.client = Client(self.scheduler, timeout=CONNECT_TIMEOUT_S)
+            else:
+                self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                                            host="127.0.0.1", dashboard_address="127.0.0.1:0",
+                                            silence_logs=logging.CRITICAL)
+                self.client = Client(self.cluster)
+        except (OSError, TimeoutError) as exc:
+            self.close()
+            where = f"the Dask scheduler at {self.scheduler}" if self.scheduler else "a local Dask cluster"
+            raise FredError(f"cannot start or reach {where}: {exc}") from exc
+        try:
+            self._check_workers()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def close(self):
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        if self.cluster is not None:
+            self.cluster.close()
+            self.cluster = None
+
+    def _check_workers(self):
+        here = fred_origin()
+        there = self.client.run(fred_origin)
+        if not there:
+            raise FredError(f"{self.describe()} has no workers")
+        for addr, origin in sorted(there.items()):
+            if origin["version"] != here["version"] or origin["digest"] != here["digest"]:
+                raise FredError(f"Dask worker {addr} runs fred {origin['version']} from {origin['path']} "
+                                f"(source digest {origin['digest'][:12]}), this process fred {here['version']} from "
+                                f"{here['path']} ({here['digest'][:12]}): install the same fred on every worker")
+
+    # -- work ------------------------------------------------------------------------------------
+
+    def map(self, fn, jobs, desc: str = "jobs", label=None) -> list:
+        """``[fn(job) for job in jobs]``, on the workers; ``label(job)`` names a job in errors."""
+        jobs = list(jobs)
+        label = label or repr
+        bar = self._bar(len(jobs), desc)
+        try:
+            if self.serial or len(jobs) == 0:
+                return self._map_serial(fn, jobs, label, bar)
+            return self._map_dask(fn, jobs, label, bar)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _bar(self, total, desc):
+        if not self.progress or total == 0:
+            return None
+        from tqdm import tqdm
+
+        return tqdm(total=total, desc=desc, unit="job", file=sys.stderr, leave=False, dynamic_ncols=True)
+
+    @staticmethod
+    def _failed(job_label, exc) -> FredError:
+        if isinstance(exc, (FredError, ValueError)):
+            return FredError(f"{job_label}: {exc}")
+        return FredError(f"{job_label}: {type(exc).__name__}: {exc}")
+
+    def _map_serial(self, fn, jobs, label, bar):
+        out = []
+        for job in jobs:
+            try:
+                out.append(fn(job))
+            except Exception as exc:
+                raise self._failed(label(job), exc) from exc
+            if bar is not None:
+                bar.update(1)
+        return out
+
+    def _map_dask(self, fn, jobs, label, bar):
+        from distributed import as_completed
+
+        futures = self.client.map(fn, jobs, pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        out = [None] * len(jobs)
+        try:
+            for fut in as_completed(futures):
+                i = index[fut.key]
+                if fut.status != "finished":
+                    try:
+                        exc = fut.exception()
+                    except Exception as e:          # cancelled, worker lost, ...
+                        exc = e
+                    raise self._failed(label(jobs[i]), exc) from exc
+                out[i] = fut.result()
+                if bar is not None:
+                    bar.update(1)
+        except BaseException:
+            self.client.cancel(futures)
+            raise
+        return out
+
+
+# ---- command-line options (fred scan, fred sweep) ------------------------------------------------
+
+def add_runner_arguments(p):
+    g = p.add_argument_group("parallel execution (Dask distributed)")
+    g.add_argument("--workers", type=int, metavar="N", default=None,
+                   help="worker processes of a local Dask cluster (default: one per core); 0 runs the jobs "
+                        "serially in this process")
+    g.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="run on an existing Dask cluster, e.g. tcp://host:8786 (its workers need the same fred)")
+    g.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress bar (none is shown anyway when stdout is not a terminal)")
+
+
+def runner_from_args(args) -> JobRunner:
+    """The :class:`JobRunner` the options ask for; progress only on a terminal and without --quiet."""
+    show = not getattr(args, "quiet", False) and sys.stdout.isatty()
+    return JobRunner(workers=getattr(args, "workers", None), scheduler=getattr(args, "scheduler", None), progress=show)
