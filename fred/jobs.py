@@ -6,9 +6,8 @@
 * ``workers=None`` (default): a :class:`distributed.LocalCluster` of worker *processes* on this
   machine, one per core, one thread each (the simulator is pure Python: threads would share
   one interpreter lock);
-* ``workers=N > 0``: a LocalCluster of N worker processes;
-
-  (a LocalCluster listens on the loopback interface only, its HTTP endpoint on a free port)
+* ``workers=N > 0``: a LocalCluster of N worker processes (a LocalCluster listens on the
+  loopback interface only, its HTTP endpoint on a free port);
 * ``workers=0``: serial, in this process (no Dask at all) -- the reference the parallel runs
   must match exactly;
 * ``scheduler="tcp://host:port"``: submit to an already running Dask cluster.
@@ -33,7 +32,8 @@ from pathlib import Path
 from fred import FredError, __version__
 from fred.contract.checks import check_int, check_name
 
-#: source folders whose files make up the code a job runs (package -> folder), hashed by fred_origin
+#: the files of the fred, fred.contract and fred.model folders that fred_origin hashes (the code
+#: and data a job runs)
 _SOURCE_SUFFIXES = (".py", ".json", ".yml", ".yaml", ".csv")
 #: seconds to wait for a scheduler given by address
 CONNECT_TIMEOUT_S = 20
