@@ -43,11 +43,10 @@ def check_number(name: str, value, low: float | None = None, high: float | None 
     """A finite real number with ``low <= value <= high`` (``low < value`` with ``low_open``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, not {type(value).__name__} {value!r}")
-    value = float(value)
     if not math.isfinite(value):
         raise ValueError(f"{name} {value!r} must be a finite number")
-    _range(name, value, low, high, why, low_open)
-    return value
+    _range(name, value, low, high, why, low_open)  # the message shows the value as given
+    return float(value)
 
 
 def check_bytes(name: str, value, low: int = 1, high: float = 2 ** 60,

@@ -122,14 +122,48 @@ def _need(d, key, types, where, path):
     return v
 
 
-def _num(d, key, where, path, positive=False, allow_none=False):
+def _num(d, key, where, path, positive=False, allow_none=False, high=None):
     if allow_none and isinstance(d, dict) and d.get(key, 0) is None:
         return None
     v = _need(d, key, (int, float), where, path)
     if not math.isfinite(v) or v < 0 or (positive and v <= 0):
         raise TimingFileError(f"timing file {path}: field {where}{key} = {v!r} must be "
                               f"{'> 0' if positive else '>= 0'} and finite; {_fix(path)}")
+    if high is not None and v > high:
+        raise TimingFileError(f"timing file {path}: field {where}{key} = {v!r} is too large: must "
+                              f"be <= {high:g}; {_fix(path)}")
     return v
+
+
+#: largest latency (cycles) a timing file may hold: the measured figures are tens of cycles; a
+#: million (1 ms at 1 GHz) is no measurement of this RTL
+MAX_CYCLES = 1_000_000
+
+
+def _summary(summ, path) -> None:
+    """The figures the model uses: present, numbers, in range, and consistent."""
+    w = "summary."
+    lat = _num(summ, "switch_latency_cycles", w, path, positive=True, high=MAX_CYCLES)
+    bpc = _num(summ, "beats_per_cycle_per_port", w, path, positive=True)
+    if bpc > 1.0 + 1e-9:
+        raise TimingFileError(f"timing file {path}: summary.beats_per_cycle_per_port = {bpc} "
+                              f"exceeds 1 beat per cycle; {_fix(path)}")
+    _need(summ, "chiplets", list, w, path)
+    got = {}
+    for key in ("fabric_latency_cycles", "switch_overhead_cycles", "phase_switch_cycles",
+                "preemption_cycles_max", "activation_cycles"):
+        if key in summ:
+            got[key] = _num(summ, key, w, path, allow_none=True, high=MAX_CYCLES)
+    fab, over = got.get("fabric_latency_cycles"), got.get("switch_overhead_cycles")
+    if fab is not None and over is not None and abs(fab + over - lat) > 1e-9 * max(1.0, lat):
+        raise TimingFileError(f"timing file {path}: summary.switch_latency_cycles = {lat!r} is not "
+                              f"fabric_latency_cycles + switch_overhead_cycles = {fab!r} + {over!r}; "
+                              f"{_fix(path)}")
+    act, pre = got.get("activation_cycles"), got.get("preemption_cycles_max")
+    if act is not None and pre is not None and act > pre:
+        raise TimingFileError(f"timing file {path}: summary.activation_cycles = {act!r} exceeds "
+                              f"preemption_cycles_max = {pre!r} (a preemption includes an activation); "
+                              f"{_fix(path)}")
 
 
 def validate_timing(doc, path="<timing>") -> dict:
@@ -160,14 +194,9 @@ def validate_timing(doc, path="<timing>") -> dict:
         for section in ("latency_cycles", "beats_per_cycle_per_port"):
             sec = _need(fab, section, dict, w, path)
             for kind in FLOW_KINDS:
-                _num(sec, kind, f"{w}{section}.", path, allow_none=True)
-    summ = _need(doc, "summary", dict, "", path)
-    _num(summ, "switch_latency_cycles", "summary.", path, positive=True)
-    bpc = _num(summ, "beats_per_cycle_per_port", "summary.", path, positive=True)
-    if bpc > 1.0 + 1e-9:
-        raise TimingFileError(f"timing file {path}: summary.beats_per_cycle_per_port = {bpc} "
-                              f"exceeds 1 beat per cycle; {_fix(path)}")
-    _need(summ, "chiplets", list, "summary.", path)
+                _num(sec, kind, f"{w}{section}.", path, allow_none=True,
+                     high=MAX_CYCLES if section == "latency_cycles" else 1.0 + 1e-9)
+    _summary(_need(doc, "summary", dict, "", path), path)
     return doc
 
 
@@ -197,6 +226,8 @@ def load_timing(path=None) -> TimingFile:
         embedded = False
     try:
         doc = json.loads(text)
+    except RecursionError:
+        raise TimingFileError(f"timing file {name}: corrupt JSON (nested too deeply); {_fix(name)}") from None
     except ValueError as exc:
         raise TimingFileError(f"timing file {name}: corrupt JSON (line {getattr(exc, 'lineno', '?')}); "
                               f"{_fix(name)}") from None

@@ -14,6 +14,7 @@ import time
 
 #: benchmark name -> "module:function" (run in this order)
 BENCHMARKS = {
+    "cli": "fred.benchmarks.cli:main",
     "adder": "fred.sim.tb_adder:main",
     "cells": "fred.sim.tb_cells:main",
     "crossbar": "fred.sim.tb_crossbar:main",

@@ -6,14 +6,23 @@ Each sub-command lives in its own module, named in :data:`COMMANDS`. A command m
 * ``add_arguments(parser)`` -- declares its options (keep imports here light);
 * ``run(args) -> int | None`` -- does the work (import heavy packages inside).
 
-Errors meant for the user are raised as :class:`fred.FredError` (or ``ValueError`` from parameter
-validation) and printed as one line, ``fred: error: ...``, with exit status 2; never a traceback.
+Start-up: command modules are imported for their ``HELP`` line only (they import nothing heavy at
+top level); only the command being run declares its options, so ``fred --help``, ``fred
+--version`` and ``fred route ...`` never import Amaranth, numpy or matplotlib unless the command
+itself needs them.
+
+Errors meant for the user are raised as :class:`fred.FredError` (or ``ValueError`` /
+``TypeError`` from parameter validation, ``OSError`` from files) and printed as one line,
+``fred: error: ...``, with exit status 2; never a traceback. ``fred`` (or ``fred verilog``,
+``fred sim``) without a command prints the help on standard error and exits with status 2, the
+argparse convention for a missing argument.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 
 from . import FredError, __version__
@@ -31,9 +40,8 @@ COMMANDS = {
     "compare": "fred.commands.compare",
 }
 
-
-def _load_commands():
-    return {name: importlib.import_module(modname) for name, modname in COMMANDS.items()}
+#: what the CLI turns into one ``fred: error:`` line (exit 2)
+USER_ERRORS = (FredError, ValueError, TypeError, OSError)
 
 
 class Parser(argparse.ArgumentParser):
@@ -41,10 +49,15 @@ class Parser(argparse.ArgumentParser):
     sub-commands pass it as ``parser_class`` to their own sub-parsers."""
 
     def error(self, message):  # one line, exit 2, like every other fred error
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"fred: error: {_tidy(message)}\n")
 
 
 EPILOG = """\
+bad input:
+  one line 'fred: error: ...' naming the option and the value, exit status 2;
+  every value is checked before any work starts. `fred COMMAND --help` lists a
+  command's options with their ranges.
+
 output files:
   -o and --plot files are checked before any work starts and written atomically
   (a temporary file in the same folder, then a rename); missing parent folders
@@ -58,42 +71,109 @@ build cache:
 """
 
 
-def build_parser():
-    from fred.contract.cache import cache_root
+def _tidy(message: str) -> str:
+    """argparse's ``argument --lanes: --lanes 0 is too small ...`` -> ``--lanes 0 is too small
+    ...`` (our option types name the option themselves); one line."""
+    m = re.match(r"argument ([^:]+): (.*)", message, re.S)
+    if m and any(m.group(2).startswith(o) for o in m.group(1).split("/")):
+        message = m.group(2)
+    return " ".join(message.split())
 
+
+def _selected(argv) -> str:
+    """The command named on the command line (its first word), or "" when there is none."""
+    return argv[0] if argv and argv[0] in COMMANDS else ""
+
+
+def build_parser(only: str | None = None):
+    """The ``fred`` parser. ``only``: declare the options of that command alone (the others get
+    their one-line help, enough for ``fred --help``; ``""``: none); ``None``: every command.
+    The top-level epilog (it names the build cache) is written only when no command is chosen."""
+    epilog = None
+    if not only:
+        from fred.contract.cache import cache_root
+
+        epilog = EPILOG.format(root=cache_root())
     parser = Parser(prog="fred", description="FRED wafer-scale fabric: RTL, simulation and system model.",
-                    epilog=EPILOG.format(root=cache_root()),
-                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"fred {__version__}")
+                    epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"fred {__version__}",
+                        help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for name, mod in _load_commands().items():
+    for name, modname in COMMANDS.items():
+        mod = importlib.import_module(modname)
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
-        mod.add_arguments(p)
-        p.set_defaults(_run=mod.run)
+        if only is None or name == only:
+            mod.add_arguments(p)
+            p.set_defaults(_run=mod.run)
     return parser
 
 
+def _subparsers(parser):
+    """The sub-parser actions of ``parser`` (for help on a missing sub-command)."""
+    return [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+
+
+def _help_parser(parser, argv):
+    """The deepest parser named by ``argv`` (for ``fred verilog`` -> the verilog parser)."""
+    p = parser
+    for word in argv:
+        nxt = None
+        for act in _subparsers(p):
+            nxt = act.choices.get(word)
+        if nxt is None:
+            break
+        p = nxt
+    return p
+
+
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "_run", None):
-        parser.print_help()
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    parser = build_parser(only=_selected(argv))
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version and argparse errors: argparse printed them
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 2)
+    if not getattr(args, "_run", None) or _missing_target(args):
+        _help_parser(parser, argv).print_help(sys.stderr)
         return 2
     try:
         rc = args._run(args)
-    except (FredError, ValueError, FileNotFoundError) as exc:
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"fred: error: {msg}", file=sys.stderr)
+    except BrokenPipeError:  # `fred ... | head`: the reader has gone, stop quietly
+        _silence_stdout()
+        return 0
+    except USER_ERRORS as exc:
+        print(f"fred: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("fred: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
-    except OSError as exc:  # e.g. the disk filled up while writing an output file
-        print(f"fred: error: {exc}", file=sys.stderr)
-        return 2
     return int(rc or 0)
+
+
+def _silence_stdout():
+    """Point stdout at /dev/null so the interpreter's final flush does not complain."""
+    import os
+
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError):
+        pass
+
+
+def _missing_target(args) -> bool:
+    """A command with sub-commands (verilog, sim) given none."""
+    return any(getattr(args, d, False) is None for d in ("target", "sim_target"))
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type name when empty)."""
+    text = str(exc).strip()
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}"
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 if __name__ == "__main__":

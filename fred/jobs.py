@@ -223,18 +223,27 @@ class JobRunner:
 
 # ---- command-line options (fred scan, fred sweep) ------------------------------------------------
 
+#: local worker processes at most (each is a Python process of ~100 MB running the simulator)
+MAX_WORKERS = 64
+
+
 def add_runner_arguments(p):
+    from fred.commands.options import integer, name
+
     g = p.add_argument_group("parallel execution (Dask distributed)")
-    g.add_argument("--workers", type=int, metavar="N", default=None,
-                   help="worker processes of a local Dask cluster (default: one per core); 0 runs the jobs "
-                        "serially in this process")
-    g.add_argument("--scheduler", metavar="ADDRESS", default=None,
+    g.add_argument("--workers", type=integer("--workers", 0, MAX_WORKERS), metavar="N", default=None,
+                   help=f"worker processes of a local Dask cluster, 0..{MAX_WORKERS} (default: one per core); "
+                        "0 runs the jobs serially in this process")
+    g.add_argument("--scheduler", type=name("--scheduler"), metavar="ADDRESS", default=None,
                    help="run on an existing Dask cluster, e.g. tcp://host:8786 (its workers need the same fred)")
     g.add_argument("--quiet", "-q", action="store_true",
-                   help="no progress bar (none is shown anyway when stdout is not a terminal)")
+                   help="no progress bar (none is shown anyway unless stdout and stderr are terminals)")
 
 
 def runner_from_args(args) -> JobRunner:
-    """The :class:`JobRunner` the options ask for; progress only on a terminal and without --quiet."""
-    show = not getattr(args, "quiet", False) and sys.stdout.isatty()
+    """The :class:`JobRunner` the options ask for; progress only on a terminal and without --quiet
+    (:func:`fred.progress.enabled`)."""
+    from fred import progress
+
+    show = progress.enabled(getattr(args, "quiet", False))
     return JobRunner(workers=getattr(args, "workers", None), scheduler=getattr(args, "scheduler", None), progress=show)

@@ -81,13 +81,12 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .adders import VectorAdder, adder_latency
-from .dtypes import dtype_names, get_dtype
+from .dtypes import get_dtype
 from .modes import DMode, RDMode, RMode
 from .params import check_lanes, check_middle, rejecting
 
 __all__ = ["RCell", "DCell", "RDCell", "cell_latency", "stream_signature", "FAULTS",
-           "CELL_CLASSES", "build_cell", "check_cell_params", "verilog_arguments",
-           "verilog_build"]
+           "CELL_CLASSES", "build_cell", "check_cell_params", "verilog_build"]
 
 #: build-time faults a cell can be made with (only for tests that prove the checker fails)
 FAULTS = (None, "corrupt-lane")
@@ -487,21 +486,6 @@ def build_cell(kind, *, middle=3, lanes=4, dtype="fp16", fault=None):
 
 
 # ---- fred verilog r|d|rd ----------------------------------------------------------------------
-
-def verilog_arguments(parser, target):
-    """Options of ``fred verilog r|d|rd``.
-
-    ``rd`` accepts ``--middle`` (so one command line works for every kind) but ignores it: the
-    RD cell is always 2 x 2. The value is still validated (>= 2).
-    """
-    parser.add_argument("--middle", "-m", type=int, default=3, metavar="M",
-                        help="m, the number of middle subnetworks: outputs of an r cell, inputs "
-                             "of a d cell (>= 2, default 3; validated but ignored for rd)")
-    parser.add_argument("--lanes", type=int, default=4, metavar="L",
-                        help="elements per beat (>= 1, default 4)")
-    parser.add_argument("--dtype", default="fp16", metavar="T",
-                        help="element type: " + ", ".join(dtype_names()) + " (default fp16)")
-
 
 def verilog_build(args, target):
     """``(component, top module name)`` for ``fred verilog r|d|rd``."""

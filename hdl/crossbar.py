@@ -49,7 +49,7 @@ from .dtypes import get_dtype
 from .params import check_lanes, check_ports, rejecting
 
 __all__ = ["Crossbar", "crossbar_config", "VARIANTS", "crossbar_latency", "crossbar_throughput",
-           "tree_order", "verilog_arguments", "verilog_build"]
+           "tree_order", "verilog_build"]
 
 VARIANTS = ("tree", "serial")
 #: largest crossbar generated: it has P^2 adders per lane (tree) or P (serial)
@@ -378,18 +378,6 @@ class Crossbar(wiring.Component):
 
 
 # ---- fred verilog crossbar ----------------------------------------------------------------------
-
-def verilog_arguments(parser, target="crossbar"):
-    parser.add_argument("--ports", type=int, required=True, metavar="P",
-                        help=f"crossbar ports P (2..{MAX_PORTS})")
-    parser.add_argument("--lanes", type=int, default=4, metavar="L",
-                        help="elements per beat (default 4)")
-    parser.add_argument("--dtype", default="fp16", metavar="T",
-                        help="element type: fp16, bf16, fp32, int32 (default fp16)")
-    parser.add_argument("--variant", choices=VARIANTS, default="tree",
-                        help="tree: line rate, P-1 adders per output; serial: one adder per "
-                             "output, 1/(n-1) of line rate (default tree)")
-
 
 def verilog_build(args, target="crossbar"):
     xb = Crossbar(args.ports, args.lanes, args.dtype, args.variant)

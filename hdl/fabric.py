@@ -62,9 +62,8 @@ from .params import check_lanes, check_ports, rejecting
 from .structure import check_params, child_ports, depth, stages, total_cells
 
 __all__ = ["Fabric", "config_layout", "config_width", "config_bits", "fabric_latency",
-           "check_fabric_params", "MAX_RTL_PORTS", "MAX_RTL_WORK", "verilog_arguments",
-           "verilog_build", "RD_CONFIG_WIDTH", "fabric_verilog_text", "decode_config",
-           "cell_latencies"]
+           "check_fabric_params", "MAX_RTL_PORTS", "MAX_RTL_WORK", "verilog_build", "RD_CONFIG_WIDTH",
+           "fabric_verilog_text", "decode_config", "cell_latencies"]
 
 #: largest fabric generated as RTL (ports)
 MAX_RTL_PORTS = 64
@@ -377,31 +376,6 @@ def emit_with_shared(component, name: str, registry: dict) -> str:
 # ---------------------------------------------------------------------------------------------
 # fred verilog fabric
 # ---------------------------------------------------------------------------------------------
-def _positive_int(text):
-    import argparse
-
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-
-
-def verilog_arguments(parser, target):
-    from .dtypes import dtype_names
-
-    if target != "fabric":  # pragma: no cover - cli_verilog only routes "fabric" here
-        raise ValueError(f"unknown verilog target {target!r} for fred.hdl.fabric")
-    parser.add_argument("--ports", "-P", type=_positive_int, required=True, metavar="P",
-                        help=f"number of ports (2..{MAX_RTL_PORTS})")
-    parser.add_argument("--middle", "-m", type=_positive_int, default=3, metavar="M",
-                        help="middle subnetworks per level (default 3, >= 2)")
-    parser.add_argument("--lanes", type=_positive_int, default=4, metavar="L",
-                        help="elements per beat (default 4)")
-    parser.add_argument("--dtype", default="fp16", metavar="T",
-                        help="element type: " + ", ".join(dtype_names()) + " (default fp16)")
-    parser.add_argument("--name", default=None, help="top module name (default fred<M>_p<P>)")
-
-
 def verilog_build(args, target):
     from fred import FredError
 

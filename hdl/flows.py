@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .structure import MAX_PORTS
+
 __all__ = [
     "Flow", "Phase", "parse_ports", "parse_flow", "format_ports", "validate_flows", "COLLECTIVES",
     "expand", "all_reduce", "reduce", "multicast", "broadcast", "reduce_scatter", "all_gather",
@@ -34,9 +36,12 @@ __all__ = [
 
 
 def parse_ports(text: str, what: str = "port set") -> frozenset:
-    """``"0-3,6"`` -> frozenset({0, 1, 2, 3, 6}). One-line ValueError naming the bad text."""
+    """``"0-3,6"`` -> frozenset({0, 1, 2, 3, 6}). One-line ValueError naming the bad text: an
+    empty item, a port that is not a number, negative or beyond :data:`MAX_PORTS` - 1, an empty
+    range, or a port named twice (``"0,0"``, ``"0-3,2"``); TypeError when ``text`` is not a
+    string."""
     if not isinstance(text, str):
-        raise ValueError(f"{what} {text!r} is not a string")
+        raise TypeError(f"{what} must be a string like '0-3,6', not {type(text).__name__} {text!r}")
     items = [t.strip() for t in text.split(",")]
     if not text.strip():
         raise ValueError(f"{what} is empty")
@@ -52,8 +57,14 @@ def parse_ports(text: str, what: str = "port set") -> frozenset:
             raise ValueError(f"{what} {text!r}: {item!r} is not a port number or range like 0-3") from None
         if a < 0 or b < 0:
             raise ValueError(f"{what} {text!r}: port {min(a, b)} is negative")
+        if max(a, b) >= MAX_PORTS:
+            raise ValueError(f"{what} {text!r}: port {max(a, b)} is out of range (a fabric has at "
+                             f"most {MAX_PORTS} ports, 0..{MAX_PORTS - 1})")
         if b < a:
             raise ValueError(f"{what} {text!r}: range {item!r} is empty (end below start)")
+        twice = ports.intersection(range(a, b + 1))
+        if twice:
+            raise ValueError(f"{what} {text!r} names port {min(twice)} twice")
         ports.update(range(a, b + 1))
     return frozenset(ports)
 
@@ -192,6 +203,9 @@ def _group(group, what="group"):
             raise ValueError(f"{what} {g!r} lists port {dup} twice")
     if not g:
         raise ValueError(f"{what} is empty")
+    if len(g) < 2:
+        raise ValueError(f"{what} {format_ports(g)} has one port: a collective needs at least 2 "
+                         f"(use a flow for a single transfer)")
     return g
 
 
@@ -234,8 +248,6 @@ def all_gather(group) -> list:
 def all_to_all(group) -> list:
     g = _group(group)
     n = len(g)
-    if n < 2:
-        raise ValueError(f"all-to-all over 1 port ({g[0]}) has nothing to transfer")
     return [Phase(f"all-to-all step {s}: shift {s}", tuple(Flow({g[j]}, {g[(j + s) % n]}) for j in range(n)))
             for s in range(1, n)]
 

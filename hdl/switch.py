@@ -78,7 +78,7 @@ from .switch_control import (OutputPort, PhaseTable, TableLayout, TABLE_BUDGET_B
 from .switch_ideal import IdealFabric, ideal_config_bits
 from .switch_rounds import ControlUnit
 
-__all__ = ["Switch", "verilog_arguments", "verilog_build", "FABRICS",
+__all__ = ["Switch", "verilog_build", "FABRICS",
            "PAPER_DATA_DEPTH", "PAPER_CTRL_DEPTH", "PAPER_MAX_LEN"]
 
 #: the paper's sizes in 512-byte flits: 24 KB per data VC, 2 KB control, 4 KB data packets
@@ -252,26 +252,6 @@ class Switch(wiring.Component):
 
 
 # -- fred verilog switch ---------------------------------------------------------------------
-def verilog_arguments(parser, target):
-    parser.add_argument("--ports", type=int, required=True, help="switch ports P (>= 2)")
-    parser.add_argument("--middle", type=int, default=3, help="middle subnetworks m (default 3)")
-    parser.add_argument("--lanes", type=int, default=4, help="elements per flit (default 4)")
-    parser.add_argument("--dtype", default="fp16", help="element type (default fp16)")
-    parser.add_argument("--data-depth", type=int, default=PAPER_DATA_DEPTH,
-                        help=f"flits per data-VC input buffer (default {PAPER_DATA_DEPTH}: 24 KB of 512 B flits)")
-    parser.add_argument("--ctrl-depth", type=int, default=PAPER_CTRL_DEPTH,
-                        help=f"flits per control-VC input buffer (default {PAPER_CTRL_DEPTH}: 2 KB)")
-    parser.add_argument("--max-len", type=int, default=PAPER_MAX_LEN,
-                        help=f"data flits per packet at most (default {PAPER_MAX_LEN}: 4 KB)")
-    parser.add_argument("--table-entries", type=int, default=None,
-                        help="phase-table capacity (default: what fits --table-bytes)")
-    parser.add_argument("--table-bytes", type=int, default=TABLE_BUDGET_BYTES,
-                        help=f"phase-table budget in bytes (default {TABLE_BUDGET_BYTES})")
-    parser.add_argument("--fabric", default="fred", choices=FABRICS,
-                        help="fabric inside the switch: the FRED fabric (default) or an ideal "
-                             "crossbar (int32 only)")
-
-
 def verilog_build(args, target):
     # ports, middle and lanes are checked by Switch (fred.hdl.params); the buffer options here
     for name in ("data_depth", "ctrl_depth", "max_len", "table_bytes"):

@@ -201,6 +201,11 @@ def _reduction_plan(topo, alg, group, kind):
     if alg in ("ring", "ring2"):
         return [(1.0, _levels_rs_ag([np.array([_ring_order(topo, g)])], alg == "ring2", kind))]
     if alg == "hier2d":
+        if topo.meta.get("yaml"):
+            raise ValueError(f"algorithm 'hier2d' does not run on ASTRA-sim YAML networks ({topo.name!r}); "
+                             f"use ring, ring2 or hierarchical")
+        if not _is_2d_grid(topo):
+            raise ValueError(f"algorithm 'hier2d' needs a 2D mesh or torus; {topo.name!r} is not one")
         rect = _rectangle(topo, g)
         if rect is None:
             raise ValueError(f"algorithm 'hier2d' needs a full rectangle of a 2D mesh/torus, not group {_fmt(g)}")

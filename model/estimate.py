@@ -144,8 +144,9 @@ def resolve_fabrics(names=None) -> list[str]:
     return out
 
 
-def estimate_table(workloads=None, fabrics=None, strategy=None, **kw) -> list[Estimate]:
-    """Every workload x fabric; ``speedup`` relative to the mesh (simulated even if not listed)."""
+def estimate_table(workloads=None, fabrics=None, strategy=None, progress=None, **kw) -> list[Estimate]:
+    """Every workload x fabric; ``speedup`` relative to the mesh (simulated even if not listed).
+    ``progress(what)``, if given, is called once per estimate, as it starts."""
     wl = resolve_workloads(workloads)
     fl = resolve_fabrics(fabrics)
     rows = []
@@ -153,6 +154,8 @@ def estimate_table(workloads=None, fabrics=None, strategy=None, **kw) -> list[Es
         base = None
         cells = {}
         for f in (["mesh"] + [x for x in fl if x != "mesh"]):
+            if progress is not None:
+                progress(f"{wn} on {f}")
             cells[f] = estimate(wn, f, strategy, **kw)
         base = cells["mesh"].iteration_time
         for f in fl:

@@ -21,16 +21,40 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
 
 import yaml
 
+from fred.contract.checks import check_int, check_number
 from fred.contract.outputs import write_atomic
 
 from .params import GB, NS
 from .graph import Topology, multidim
 
 KINDS = {"ring": "Ring", "switch": "Switch", "fullyconnected": "FullyConnected"}
+#: most NPUs a network file may describe (the flow simulator also caps the tasks one
+#: simulation creates; a 1,024-NPU ring All-Reduce is 2.1 M flows)
+MAX_NPUS = 16_384
+#: sane ranges of a link's figures: up to 1 PB/s per link and 1 s per hop (ASTRA-sim examples
+#: use 25-1,000 GB/s and 500 ns)
+MAX_BANDWIDTH_GBPS = 1e6
+MAX_LATENCY_NS = 1e9
+#: bytes per GB: 1e9 (ours) or 2**30 (upstream ASTRA-sim); anything from 1 B to 1 TiB is taken
+MAX_GB_BYTES = 2**40
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe YAML loader that also reads ``1e3``, ``1.0e3`` and ``-2E-3`` as numbers (YAML 1.2;
+    PyYAML's YAML 1.1 resolver wants a dot and a signed exponent, so ASTRA-sim files written
+    ``bandwidth: [ 1e3 ]`` would hold strings)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9]+)?$"
+                             r"|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"),
+    list("-+0123456789."))
 _TO_DIM = {"Ring": "ring", "Switch": "switch", "FullyConnected": "fc"}
 _FROM_DIM = {"ring": "Ring", "switch": "Switch", "fc": "FullyConnected"}
 _KEYS = ("topology", "npus_count", "bandwidth", "latency", "gb_bytes")
@@ -62,18 +86,19 @@ class NetworkSpec:
             kinds.append(k)
         self.topology = kinds
         for i, v in enumerate(self.npus_count):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"npus_count[{i}] must be a positive integer, got {v!r}")
-        for key, lo_ok in (("bandwidth", False), ("latency", True)):
+            if isinstance(v, float) and v.is_integer():
+                v = self.npus_count[i] = int(v)  # "8.0" is 8 NPUs
+            check_int(f"npus_count[{i}]", v, 2, MAX_NPUS)
+        if self.npus > MAX_NPUS:
+            raise ValueError(f"npus_count {list(self.npus_count)} describes {self.npus:,} NPUs, more "
+                             f"than the {MAX_NPUS:,} this simulator takes")
+        for key, low, high, unit in (("bandwidth", 0, MAX_BANDWIDTH_GBPS, "GB/s"),
+                                     ("latency", 0, MAX_LATENCY_NS, "ns")):
             vals = getattr(self, key)
             for i, v in enumerate(vals):
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or \
-                        (v < 0 if lo_ok else v <= 0):
-                    need = ">= 0" if lo_ok else "> 0"
-                    raise ValueError(f"{key}[{i}] must be a number {need}, got {v!r}")
+                check_number(f"{key}[{i}]", v, low, high, unit, low_open=key == "bandwidth")
             setattr(self, key, [float(v) for v in vals])
-        if isinstance(self.gb_bytes, bool) or not isinstance(self.gb_bytes, (int, float)) or self.gb_bytes <= 0:
-            raise ValueError(f"gb_bytes must be a positive number, got {self.gb_bytes!r}")
+        self.gb_bytes = check_number("gb_bytes", self.gb_bytes, 1, MAX_GB_BYTES, "bytes per GB")
 
     @property
     def npus(self) -> int:
@@ -114,8 +139,12 @@ def _num(v: float) -> str:
 
 def parse_network_yaml(text: str, where: str = "<string>") -> NetworkSpec:
     """Parse YAML text into a :class:`NetworkSpec` (ValueError with a one-line reason)."""
+    if not isinstance(text, str):
+        raise TypeError(f"network YAML must be text, not {type(text).__name__}")
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_Loader)
+    except RecursionError:
+        raise ValueError(f"malformed YAML in {where}: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -139,7 +168,7 @@ def parse_network_yaml(text: str, where: str = "<string>") -> NetworkSpec:
         return NetworkSpec(as_list("topology"), as_list("npus_count"), as_list("bandwidth"), as_list("latency"),
                            data.get("gb_bytes", GB), name=os.path.splitext(os.path.basename(where))[0]
                            if where != "<string>" else "")
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:
         raise ValueError(f"{exc} (in {where})") from None
 
 

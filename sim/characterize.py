@@ -268,7 +268,9 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
         _switch_params(cfg)
     m, L = cfg["middle"], cfg["lanes"]
     steps = (len(CELL_KINDS) if cells else 0) + len(cfg["chiplets"]) + (1 if switch else 0) + 1
-    prog = Progress(steps, enabled=progress)
+    # progress: True/False (phase lines on stderr, or none), or a factory ``progress(steps)`` of an
+    # object with step(what) and note(what) (the CLI's progress bar)
+    prog = progress(steps) if callable(progress) else Progress(steps, enabled=progress)
     t0 = time.perf_counter()
     doc = {
         "kind": KIND,

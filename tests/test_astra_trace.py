@@ -466,22 +466,24 @@ def test_cli_trace_table_and_json(tmp_path):
     r = _fred("estimate", "--trace", str(p), "--trace-header", hdr, "-f", "fred-b", "--trace-clock-ghz", "2", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    assert d["kind"] == "fred-estimate-trace" and d["trace_clock_ghz"] == 2.0 and d["switch_timing_source"]
+    assert d["kind"] == "fred-estimate-trace" and d["schema_version"] == 1
+    assert d["trace_clock_GHz"] == 2 and d["switch_timing_source"]
     assert d["traces"] == [{"path": str(p), "kind": "HYBRID_TRANSFORMER", "header": hdr, "header_source": "given",
                             "layers": 3, "strategy": "MP(2)-DP(10)-PP(1)", "placement": "MP inner (NPU = mp + a*dp)"}]
-    (row,) = d["rows"]
+    (row,) = d["results"]
     assert row["fabric"] == "fred-b" and row["trace"] == str(p) and row["speedup"] > 0
-    assert row["compute_busy"] == pytest.approx(3 * 150000 / 2e9)
-    assert row["iteration_time"] == pytest.approx(row["compute_time"] + row["exposed_comm"])
+    assert row["compute_busy_s"] == pytest.approx(3 * 150000 / 2e9)
+    # rounded to 6 significant digits (fred.commands.jsonout)
+    assert row["iteration_time_s"] == pytest.approx(row["compute_time_s"] + row["exposed_comm_s"], rel=1e-5)
 
 
 @pytest.mark.parametrize("args, msg", [
     (["--trace", "NOFILE.txt"], "trace file 'NOFILE.txt' does not exist"),
-    (["--trace-header", "DATA"], "--trace-header needs --trace FILE"),
-    (["--trace", "{tiny}", "--trace-header", "DATA", "--workload", "resnet-152"], "--workload does not apply to --trace"),
-    (["--trace", "{tiny}", "--trace-header", "DATA", "--tflops", "5"], "--tflops does not apply to --trace"),
+    (["--trace-header", "DATA"], "--trace-header 'DATA' needs --trace FILE"),
+    (["--trace", "{tiny}", "--trace-header", "DATA", "--workload", "resnet-152"], "--workload 'resnet-152' does not apply to --trace"),
+    (["--trace", "{tiny}", "--trace-header", "DATA", "--tflops", "5"], "--tflops 5.0 does not apply to --trace"),
     (["--trace", "{tiny}", "--trace-header", "DATA", "-s", "MP(4)-DP(5)"], "must be MP(1)-DP(20)-PP(1), not MP(4)-DP(5)-PP(1)"),
-    (["--trace", "{tiny}", "--trace-header", "DATA", "--trace-clock-ghz", "0"], "trace clock must be > 0 GHz"),
+    (["--trace", "{tiny}", "--trace-header", "DATA", "--trace-clock-ghz", "0"], "--trace-clock-ghz 0.0 is too small: must be >= 0.001"),
     (["--trace", "{tiny}"], "line 1, field kind: no header"),
     (["--trace", "{tiny}", "--trace-header", "PIPELINE 4"], "header given by the caller: line 1, field kind: unknown"),
 ])

@@ -171,19 +171,19 @@ def test_fred_verilog_reproducible(tmp_path):
     assert r.returncode == 0 and "module fred_d_m4_l1_int32(" in r.stdout
     r = _fred("verilog", "rd", "--lanes", "1", "--dtype", "fp32")
     assert r.returncode == 0 and "module fred_rd_l1_fp32(" in r.stdout
-    # rd ignores --middle: same text
+    # rd is always 2 x 2: --middle is refused, not silently ignored
     r2 = _fred("verilog", "rd", "--middle", "4", "--lanes", "1", "--dtype", "fp32")
-    assert r2.stdout == r.stdout
+    assert r2.returncode == 2 and "--middle 4 does not apply to rd" in r2.stderr and not r2.stdout
 
 
 @pytest.mark.parametrize("argv,msg", [
-    (["verilog", "r", "--middle", "1"], "middle 1 is too small: must be >= 2"),
-    (["verilog", "d", "--middle", "0"], "middle 0 is too small: must be >= 2"),
-    (["verilog", "rd", "--lanes", "0"], "lanes 0 is too small: must be >= 1"),
+    (["verilog", "r", "--middle", "1"], "--middle 1 is too small: must be >= 2"),
+    (["verilog", "d", "--middle", "0"], "--middle 0 is too small: must be >= 2"),
+    (["verilog", "rd", "--lanes", "0"], "--lanes 0 is too small: must be >= 1"),
     (["verilog", "r", "--dtype", "fp8"], "unknown element type 'fp8'"),
-    (["verilog", "rd", "--middle", "1"], "middle 1 is too small: must be >= 2"),
-    (["verilog", "d", "--lanes", "four"], "invalid int value: 'four'"),
-    (["sim", "cell", "rd", "--beats", "0"], "beats must be >= 1, got 0"),
+    (["verilog", "rd", "--middle", "1"], "--middle 1 is too small: must be >= 2"),
+    (["verilog", "d", "--lanes", "four"], "--lanes 'four' is not a whole number"),
+    (["sim", "cell", "rd", "--beats", "0"], "--beats 0 is too small: must be >= 1"),
     (["sim", "cell", "r", "--dtype", "half"], "unknown element type 'half'"),
     (["sim", "cell", "x"], "invalid choice: 'x'"),
 ])

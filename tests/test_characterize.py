@@ -113,29 +113,20 @@ def test_full_recharacterization_matches_default(default, tmp_path):
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["--chiplets", "twelve"], "--chiplets 'twelve'"),
-    (["--chiplets", ","], "names no chiplet"),
-    (["--beats", "1"], "--beats 1"),
-    (["--cell-beats", "-1"], "--cell-beats -1"),
-    (["--chiplets", "1"], "1"),
-    (["--lanes", "0"], "0"),
+    (["--chiplets", "twelve"], "--chiplets 'twelve' is not a whole number"),
+    (["--chiplets", ","], "--chiplets ',' names nothing"),
+    (["--beats", "1"], "--beats 1 is too small"),
+    (["--cell-beats", "-1"], "--cell-beats -1 is too small"),
+    (["--chiplets", "1"], "--chiplets 1 is too small"),
+    (["--lanes", "0"], "--lanes 0 is too small"),
     (["--area", "gates"], "invalid choice"),
-    (["--switch-ports", "3"], "switch ports 3"),
-    (["--switch-packet-flits", "0"], "switch packet length 0"),
+    (["--switch-ports", "3"], "--switch-ports 3 is too small: must be >= 4"),
+    (["--switch-packet-flits", "0"], "--switch-packet-flits 0 is too small"),
 ])
 def test_characterize_bad_input(tmp_path, capsys, argv, needle):
-    with pytest.raises(SystemExit) if "--area" in argv else _nothing():
-        rc = fred_main(["characterize", "-o", str(tmp_path / "x.json"), "-q", *argv])
-        assert rc == 2
+    rc = fred_main(["characterize", "-o", str(tmp_path / "x.json"), "-q", *argv])
+    assert rc == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("fred") and "error" in err and len(err.splitlines()) == 1
+    assert err.startswith("fred: error:") and len(err.splitlines()) == 1
     assert needle in err
     assert not (tmp_path / "x.json").exists()
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False

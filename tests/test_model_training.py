@@ -183,11 +183,12 @@ def test_cli_estimate_json_and_plot(tmp_path):
     r = _fred("estimate", "--workload", "resnet-152", "--fabric", "fred-d", "--json", "--plot", str(png))
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    assert d["switch_timing_source"]
-    cells = {row["fabric"]: row for row in d["rows"]}
+    assert d["kind"] == "fred-estimate" and d["schema_version"] == 1 and d["switch_timing_source"]
+    cells = {row["fabric"]: row for row in d["results"]}
     assert set(cells) == {"fred-d"} and cells["fred-d"]["speedup"] > 0
     row = cells["fred-d"]
-    assert row["iteration_time"] == pytest.approx(row["compute_time"] + row["exposed_comm"])
+    # rounded to 6 significant digits (jsonout.SIGNIFICANT)
+    assert row["iteration_time_s"] == pytest.approx(row["compute_time_s"] + row["exposed_comm_s"], rel=1e-5)
     assert png.stat().st_size > 5000
     r = _fred("estimate", "--workload", "resnet-152", "--fabric", "mesh,fred-c")
     assert r.returncode == 0 and r.stdout.startswith("switch timing:") and "Fred-C" in r.stdout
@@ -198,6 +199,6 @@ def test_cli_sweep_small(tmp_path):
     r = _fred("sweep", "--workload", "resnet-152", "--fabric", "fred-d", "--rule", "16", "--json", "--plot", str(png))
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    assert d["switch_timing_source"] and d["rule"] == 16
-    assert len(d["rows"]) == 18 and {row["strategy"] for row in d["rows"]} >= {"MP(1)-DP(20)-PP(1)", "MP(20)-DP(1)-PP(1)"}
+    assert d["kind"] == "fred-sweep" and d["switch_timing_source"] and d["rule"] == 16
+    assert len(d["results"]) == 18 and {row["strategy"] for row in d["results"]} >= {"MP(1)-DP(20)-PP(1)", "MP(20)-DP(1)-PP(1)"}
     assert png.stat().st_size > 5000

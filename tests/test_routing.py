@@ -216,7 +216,7 @@ def test_collective_errors():
         expand("allreduce", "0-3")
     with pytest.raises(ValueError, match=r"reduce needs a root port \(--root\)"):
         expand("reduce", "0-3")
-    with pytest.raises(ValueError, match="all-to-all over 1 port"):
+    with pytest.raises(ValueError, match="group 3 has one port: a collective needs at least 2"):
         expand("all-to-all", [3])
     with pytest.raises(ValueError, match="lists port 2 twice"):
         expand("all-gather", [1, 2, 2])
@@ -470,9 +470,10 @@ def test_cli_route_text(capsys):
 
 
 def test_cli_route_json(capsys):
-    assert fred_main(["route", "-p", "4", "-m", "2", "-f", "0,1>2", "--json"]) == 0
+    assert fred_main(["route", "-p", "4", "-m", "2", "--flow", "0,1>2", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    (ph,) = doc["phases"]
+    assert doc["kind"] == "fred-route" and doc["schema_version"] == 1 and doc["ports"] == 4
+    (ph,) = doc["results"]
     assert ph["flows"][0]["kind"] == "reduce" and ph["flows"][0]["reduction_tree"] == "(0+1)"
 
 
@@ -483,13 +484,13 @@ def test_cli_route_collective(capsys):
 
 
 @pytest.mark.parametrize("argv,msg", [
-    (["-p", "6", "-m", "2", "-f", "0,2>0,2", "-f", "1,4>1,4", "-f", "3,5>3,5"], "routing conflict on FRED_2(6)"),
-    (["-p", "8", "-f", "0>9"], "output port 9 is out of range for 8 ports"),
-    (["-p", "8", "-f", "0>1", "-f", "0>2"], "input port 0 is used by both flow #0 '0>1' and flow #1 '0>2'"),
-    (["-p", "8", "-f", "x"], "flow 'x' must have the form INPUTS>OUTPUTS"),
-    (["-p", "1", "-f", "0>0"], "ports 1 is too small"),
+    (["-p", "6", "-m", "2", "--flow", "0,2>0,2", "--flow", "1,4>1,4", "--flow", "3,5>3,5"], "routing conflict on FRED_2(6)"),
+    (["-p", "8", "--flow", "0>9"], "output port 9 is out of range for 8 ports"),
+    (["-p", "8", "--flow", "0>1", "--flow", "0>2"], "input port 0 is used by both flow #0 '0>1' and flow #1 '0>2'"),
+    (["-p", "8", "--flow", "x"], "flow 'x' must have the form INPUTS>OUTPUTS"),
+    (["-p", "1", "--flow", "0>0"], "--ports 1 is too small"),
     (["-p", "8"], "nothing to route"),
-    (["-f", "0>0"], "--ports is required"),
+    (["--flow", "0>0"], "--ports is required"),
     (["-p", "8", "-c", "reduce", "-g", "0-3"], "reduce needs a root port"),
 ])
 def test_cli_route_errors(capsys, argv, msg):
@@ -502,8 +503,8 @@ def test_cli_subprocess_conflict_exit_code():
     import subprocess
     import sys
 
-    p = subprocess.run([sys.executable, "-m", "fred", "route", "-p", "6", "-m", "2", "-f", "0,2>0,2",
-                        "-f", "1,4>1,4", "-f", "3,5>3,5"], capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-m", "fred", "route", "-p", "6", "-m", "2", "--flow", "0,2>0,2",
+                        "--flow", "1,4>1,4", "--flow", "3,5>3,5"], capture_output=True, text=True)
     assert p.returncode == 2 and "Traceback" not in p.stderr and "level 0" in p.stderr
 
 

@@ -448,12 +448,12 @@ def _fred(*args):
 
 def test_cli_verilog_switch_bad_input():
     r = _fred("verilog", "switch", "--ports", "1", "--middle", "3")
-    assert r.returncode == 2 and "fred: error:" in r.stderr and "ports 1" in r.stderr
+    assert r.returncode == 2 and "fred: error:" in r.stderr and "--ports 1" in r.stderr
     assert "Traceback" not in r.stderr
     r = _fred("verilog", "switch", "--ports", "4", "--lanes", "2", "--dtype", "fp16")
     assert r.returncode == 2 and "32 bits" in r.stderr and "Traceback" not in r.stderr
     r = _fred("verilog", "switch", "--ports", "4", "--max-len", "60")
-    assert r.returncode == 2 and "max packet length 60" in r.stderr
+    assert r.returncode == 2 and "--max-len 60 does not fit --data-depth 48" in r.stderr
     r = _fred("verilog", "switch", "--ports", "4", "--dtype", "fp8")
     assert r.returncode == 2 and "fp8" in r.stderr
 

@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-import json
-import re
-
 HELP = "simulate a collective (all-reduce, all-gather, io-broadcast, ...) on a wafer fabric or a YAML network"
 
-_UNITS = {
-    "": 1, "b": 1, "byte": 1, "bytes": 1,
-    "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
-}
+from .options import parse_size  # noqa: E402  (re-exported: the size syntax of --size)
 
+__all__ = ["HELP", "add_arguments", "run", "parse_size", "fmt_size", "fmt_time", "fmt_bw"]
 
-def parse_size(text) -> float:
-    """"1GiB" -> 1073741824.0; "512MB" -> 5.12e8; plain numbers are bytes. Must be > 0."""
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        v = float(text)
-    else:
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
-        if not m or m.group(2).lower() not in _UNITS:
-            raise ValueError(f"bad size {text!r}; expected e.g. 1GiB, 256MiB, 1e9, 64KB")
-        v = float(m.group(1)) * _UNITS[m.group(2).lower()]
-    if not v > 0:
-        raise ValueError(f"size must be > 0, got {text!r}")
-    return v
+#: pieces per stream (each piece is a flow per step: the simulator caps the flows it creates)
+MAX_CHUNKS = 1024
+#: the ops that take a root NPU
+ROOT_OPS = ("reduce", "broadcast", "multicast")
+#: the ops meaningful for a single NPU (it exchanges data with the I/O controllers)
+SINGLE_NPU_OPS = ("io-broadcast", "io-reduce")
 
 
 def fmt_size(n: float) -> str:
@@ -59,87 +47,158 @@ def _fmt_group(g) -> str:
     return ",".join(map(str, g)) if len(g) <= 6 else f"{g[0]},{g[1]},...,{g[-1]}"
 
 
+def _fabric(text):
+    from fred.model.params import canonical_fabric
+
+    return "all" if text.strip().lower() == "all" else canonical_fabric(text)
+
+
+def _op(text):
+    from fred.model.collective_algorithms import canonical_op
+
+    return canonical_op(text)
+
+
+def _algorithm(text):
+    from fred.model.collective_algorithms import canonical_algorithm
+
+    return canonical_algorithm(text)
+
+
 def add_arguments(p):
-    p.add_argument("--fabric", default="mesh",
-                   help="mesh, fred-a, fred-b, fred-c, fred-d, a comma list, or 'all' (default mesh)")
-    p.add_argument("--network", metavar="FILE.yml", help="ASTRA-sim analytical network YAML (instead of --fabric)")
-    p.add_argument("--op", default="all-reduce",
+    from .options import MAX_BYTES, ListOption, choice, integer, name, number, size
+
+    p.add_argument("--fabric", "-f", action=ListOption, item=choice("--fabric", _fabric), metavar="NAMES",
+                   help="mesh, fred-a, fred-b, fred-c, fred-d, a comma list, or all (default mesh)")
+    p.add_argument("--network", type=name("--network"), metavar="FILE.yml",
+                   help="ASTRA-sim analytical network YAML (instead of --fabric)")
+    p.add_argument("--op", type=choice("--op", _op), default="all-reduce",
                    help="all-reduce, reduce-scatter, all-gather, all-to-all, reduce, broadcast, multicast, p2p, "
                         "io-broadcast, io-reduce (default all-reduce)")
-    p.add_argument("--group", action="append", metavar="NPUS",
-                   help="NPU ids, e.g. 0-19 or 0,4,8 (repeat for concurrent groups; default: all NPUs)")
-    p.add_argument("--strategy", metavar="MP(a)-DP(b)-PP(c)", help="run every group of --phase at once (placement rule)")
+    p.add_argument("--group", "-g", action="append", type=name("--group"), metavar="NPUS",
+                   help="NPU ids, e.g. 0-19 or 0,4,8, at least 2 (repeat for concurrent groups; default: all NPUs)")
+    p.add_argument("--strategy", "-s", type=name("--strategy"), metavar="MP(a)-DP(b)-PP(c)",
+                   help="run every group of --phase at once (placement rule)")
     p.add_argument("--phase", choices=("mp", "dp", "pp"), help="parallel dimension for --strategy")
-    p.add_argument("--size", default="1GiB", help="bytes per NPU, e.g. 1GiB, 64MiB, 1e9 (default 1GiB)")
-    p.add_argument("--algorithm", default="auto", help="auto (fabric default), ring, ring2, hier2d, hier-ring, "
-                                                         "hierarchical, in-switch, direct, shift")
-    p.add_argument("--chunks", type=int, default=None, help="pieces per stream (default: the algorithm's)")
-    p.add_argument("--root", type=int, default=None, help="root NPU for reduce/broadcast/multicast (default first)")
-    p.add_argument("--gb-bytes", type=float, default=None,
+    p.add_argument("--size", type=size("--size"), default="1GiB",
+                   help=f"bytes per NPU, a whole number: 1GiB, 64MiB, 1e9, 4096 (1 B to 2^50 B = "
+                        f"{MAX_BYTES / 2**50:.0f} PiB; default 1GiB)")
+    p.add_argument("--algorithm", type=choice("--algorithm", _algorithm), default="auto",
+                   help="auto (fabric default), ring, ring2, hier2d, hier-ring, hierarchical, in-switch, "
+                        "direct, shift")
+    p.add_argument("--chunks", type=integer("--chunks", 1, MAX_CHUNKS), default=None, metavar="N",
+                   help=f"pieces per stream, 1..{MAX_CHUNKS} (default: the algorithm's)")
+    p.add_argument("--root", type=integer("--root", 0), default=None, metavar="NPU",
+                   help="root NPU of reduce, broadcast or multicast (default: the group's first)")
+    p.add_argument("--gb-bytes", type=number("--gb-bytes", 1, 2**40), default=None, metavar="B",
                    help="bytes per GB for --network bandwidths (default 1e9; 1073741824 = upstream ASTRA-sim)")
-    p.add_argument("--timing", metavar="FILE",
+    p.add_argument("--timing", type=name("--timing"), metavar="FILE",
                    help="switch timing from a `fred characterize` timing file ('default': the embedded one)")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--json", action="store_true", help="print JSON (README: JSON output)")
 
 
-def _topologies(args):
-    from fred.model.network_yaml import load_topology
-    from fred.model.params import FABRICS, canonical_fabric
-    from fred.model.topology import build_fabric
+def _check(args):
+    """Rules across options, before any work."""
+    from .options import refuse_unused
 
     if args.network:
-        return [load_topology(args.network, args.gb_bytes)]
-    names = str(args.fabric).strip()
-    names = list(FABRICS) if names.lower() == "all" else [x for x in names.split(",") if x.strip()]
-    if not names:
-        raise ValueError("empty --fabric")
-    return [build_fabric(canonical_fabric(n)) for n in names]
-
-
-def _groups(args, topo):
-    from fred.model.parallel_groups import format_strategy, groups, parse_group, parse_strategy
-
+        refuse_unused("--fabric", args.fabric, "does not apply with --network (the YAML file is the network)")
+    else:
+        refuse_unused("--gb-bytes", args.gb_bytes, "only applies with --network")
+        if args.fabric and "all" in args.fabric and len(args.fabric) > 1:
+            raise ValueError(f"--fabric {','.join(args.fabric)}: 'all' already names every fabric")
+    if args.op not in ROOT_OPS:
+        refuse_unused("--root", args.root, f"does not apply to {args.op} (only to {', '.join(ROOT_OPS)})")
     if args.strategy:
         if args.group:
             raise ValueError("give either --group or --strategy, not both")
         if not args.phase:
             raise ValueError("--strategy needs --phase mp, dp or pp")
-        abc = parse_strategy(args.strategy, topo.npus)
-        return groups(abc, args.phase), f"{format_strategy(abc)} {args.phase.upper()}"
-    if args.phase:
+    elif args.phase:
         raise ValueError("--phase needs --strategy")
+
+
+def _topologies(args):
+    from fred.model.params import FABRICS
+    from fred.model.topology import build_fabric
+
+    if args.network:
+        from fred.model.network_yaml import load_topology  # (PyYAML: only for --network)
+
+        return [load_topology(args.network, args.gb_bytes)]
+    names = args.fabric or ["mesh"]
+    return [build_fabric(n) for n in (FABRICS if names == ["all"] else names)]
+
+
+def _groups(args, topo):
+    """(groups, strategy text or None), every group of at least 2 NPUs (1 for the I/O ops)."""
+    from fred.model.parallel_groups import format_strategy, groups, parse_group, parse_strategy
+
+    least = 1 if args.op in SINGLE_NPU_OPS else 2
+    if args.strategy:
+        try:
+            abc = parse_strategy(args.strategy, topo.npus)
+        except ValueError as exc:
+            raise ValueError(f"--strategy: {exc}") from None
+        gs = groups(abc, args.phase)
+        if len(gs[0]) < least:
+            raise ValueError(f"--strategy {format_strategy(abc)} --phase {args.phase}: every "
+                             f"{args.phase.upper()} group has one NPU, so {args.op} has nothing to do")
+        return gs, f"{format_strategy(abc)} {args.phase.upper()}"
     if not args.group:
         return [list(range(topo.npus))], None
-    return [parse_group(g, topo.npus) for g in args.group], None
+    out = []
+    for text in args.group:
+        g = parse_group(text, topo.npus)
+        if len(g) < least:
+            raise ValueError(f"--group {text!r} has one NPU: {args.op} needs at least 2")
+        out.append(g)
+    return out, None
+
+
+def _result(topo, r, strat, groups) -> dict:
+    """One result of the JSON document (units in the key names)."""
+    d = r.as_dict()
+    return {
+        "fabric": topo.fabric or topo.name, "topology": d["topology"], "op": d["op"],
+        "strategy": strat, "groups": d["groups"], "size_bytes": d["nbytes"],
+        "algorithm": d["algorithm"], "chunks": d["chunks"], "time_s": d["time_s"],
+        "bytes_sent_per_npu": d["bytes_sent_per_npu"], "bytes_sent_max": d["bytes_sent_max"],
+        "bytes_received_per_npu": d["bytes_received_per_npu"],
+        "algorithm_bandwidth_Bps": d["algorithm_bandwidth_Bps"],
+        "npu_effective_bandwidth_Bps": d["npu_effective_bandwidth_Bps"],
+        "flows": d["flows"], "events": d["events"], "switch_timing_source": d["timing_source"],
+        "busiest_links": [{"link": b["link"], "utilization": b["utilization"], "bytes": b["bytes"]}
+                          for b in d["busiest_links"]],
+        "group_text": strat or " + ".join(_fmt_group(g) for g in groups),
+    }
 
 
 def run(args):
-    from fred.model.collective_algorithms import canonical_algorithm, canonical_op
-    from fred.model.collectives import collective_time
-
-    op = canonical_op(args.op)
-    nbytes = parse_size(args.size)
-    alg = canonical_algorithm(args.algorithm)
-    if args.chunks is not None and args.chunks < 1:
-        raise ValueError(f"--chunks must be >= 1, got {args.chunks}")
+    _check(args)
     timing = None
     if args.timing:
         from fred.contract.timing import load_timing
         from fred.model.timing import switch_timing
 
         timing = switch_timing(load_timing(None if args.timing == "default" else args.timing))
-    rows = []
+    plan = []
     for topo in _topologies(args):
         groups, strat = _groups(args, topo)
-        r = collective_time(topo, op, groups, nbytes, algorithm=alg, chunks=args.chunks, root=args.root,
-                            timing=timing)
-        d = r.as_dict()
-        d["fabric"] = topo.fabric or topo.name
-        d["strategy"] = strat
-        d["group_text"] = strat or " + ".join(_fmt_group(g) for g in groups)
-        rows.append(d)
+        if args.root is not None and args.root >= topo.npus:
+            raise ValueError(f"--root {args.root} is not an NPU of {topo.name} (0..{topo.npus - 1})")
+        plan.append((topo, groups, strat))
+    from fred.model.collectives import collective_time
+
+    rows = []
+    for topo, groups, strat in plan:
+        r = collective_time(topo, args.op, groups, args.size, algorithm=args.algorithm, chunks=args.chunks,
+                            root=args.root, timing=timing)
+        rows.append(_result(topo, r, strat, groups))
     if args.json:
-        print(json.dumps(rows if len(rows) > 1 else rows[0], indent=2))
+        from .jsonout import document, dumps
+
+        print(dumps(document("collective", rows)))
         return 0
     head = ("fabric", "op", "groups", "size", "algorithm", "time", "sent/NPU", "alg BW", "NPU BW")
     lines = []
@@ -147,16 +206,16 @@ def run(args):
         ng = len(d["groups"])
         gtxt = d["group_text"] + (f" ({ng} groups)" if ng > 1 else "")
         alg_txt = d["algorithm"] if isinstance(d["algorithm"], str) else ",".join(sorted(set(d["algorithm"])))
-        lines.append((d["topology"], d["op"], gtxt, fmt_size(d["nbytes"]), alg_txt, fmt_time(d["time_s"]),
+        lines.append((d["topology"], d["op"], gtxt, fmt_size(d["size_bytes"]), alg_txt, fmt_time(d["time_s"]),
                       fmt_size(d["bytes_sent_per_npu"]), fmt_bw(d["algorithm_bandwidth_Bps"]),
                       fmt_bw(d["npu_effective_bandwidth_Bps"])))
     widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(head)]
     print("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
     for l in lines:
         print("  ".join(c.ljust(w) for c, w in zip(l, widths)).rstrip())
-    srcs = sorted({d["timing_source"] for d in rows})
+    srcs = sorted({d["switch_timing_source"] for d in rows})
     print(f"switch timing: {'; '.join(srcs)}")
-    if len(rows) == 1:
+    if len(rows) == 1 and rows[0]["busiest_links"]:
         bl = rows[0]["busiest_links"][0]
         print(f"busiest link: {bl['link']} ({100 * bl['utilization']:.0f}% of {fmt_time(rows[0]['time_s'])}); "
               f"{rows[0]['flows']} flows, {rows[0]['events']} events")

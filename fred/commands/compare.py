@@ -8,50 +8,73 @@ the flow) under Verilator, every result checked bit-exactly against the golden m
 
 from __future__ import annotations
 
-import sys
-import time
-
 HELP = "crossbar-with-output-reduction vs FRED_3(P): yosys cells, flip-flops, measured throughput"
 
 DESIGNS = ("xbar-tree", "xbar-serial", "fred")
 
 
+#: bounds: port counts as in `fred verilog`; lanes and beats by build and simulation time
+MAX_PORTS = 64
+MAX_LANES = 64
+MAX_BEATS = 10_000
+
+
 def add_arguments(p):
-    p.add_argument("--ports", default="4,8,12", metavar="P,P",
-                   help="port counts (default 4,8,12)")
-    p.add_argument("--middle", type=int, default=3, metavar="M", help="FRED middle subnetworks (default 3)")
-    p.add_argument("--lanes", type=int, default=4, metavar="L",
-                   help="elements per beat for the area (default 4)")
-    p.add_argument("--sim-lanes", type=int, default=1, metavar="L",
+    from fred.hdl.dtypes import dtype_names
+
+    from .options import ListOption, choice, integer
+    from .sim import MAX_SEED
+    from .verilog import _dtype
+
+    p.add_argument("--ports", "-p", action=ListOption, item=integer("--ports", 2, MAX_PORTS), default=None,
+                   metavar="P,P", help=f"port counts, 2..{MAX_PORTS} each (default 4,8,12)")
+    p.add_argument("--middle", "-m", type=integer("--middle", 2, 64), default=3, metavar="M",
+                   help="FRED middle subnetworks, 2..64 (default 3)")
+    p.add_argument("--lanes", type=integer("--lanes", 1, MAX_LANES), default=4, metavar="L",
+                   help=f"elements per beat for the area, 1..{MAX_LANES} (default 4)")
+    p.add_argument("--sim-lanes", type=integer("--sim-lanes", 1, MAX_LANES), default=None, metavar="L",
                    help="elements per beat in the throughput simulations (default 1: beats/cycle "
                         "does not depend on the lane count, and builds are 4x faster)")
-    p.add_argument("--dtype", default="fp16", metavar="T", help="element type (default fp16)")
-    p.add_argument("--beats", type=int, default=48, metavar="N",
-                   help="beats per port per throughput run (default 48)")
-    p.add_argument("--seed", type=int, default=1, metavar="N", help="random seed (default 1)")
+    p.add_argument("--dtype", type=choice("--dtype", _dtype), default="fp16", metavar="T",
+                   help="element type: " + ", ".join(dtype_names()) + " (default fp16)")
+    p.add_argument("--beats", type=integer("--beats", 4, MAX_BEATS), default=None, metavar="N",
+                   help=f"beats per port per throughput run, 4..{MAX_BEATS:,} (default 48)")
+    p.add_argument("--seed", type=integer("--seed", 0, MAX_SEED), default=None, metavar="N",
+                   help="random seed of the throughput runs (default 1)")
     p.add_argument("--no-sim", action="store_true", help="area only, no throughput simulation")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--json", action="store_true", help="print JSON (README: JSON output)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
 
 
-def _ports(text):
-    try:
-        ps = [int(x) for x in str(text).split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"--ports {text!r} must be comma-separated integers") from None
-    if not ps:
-        raise ValueError(f"--ports {text!r} names no port count")
-    from fred.hdl.crossbar import MAX_PORTS
-    from fred.hdl.params import check_ports
+def _check(args):
+    """Rules across options, before any work: every design generated in reasonable time."""
+    from fred.hdl.dtypes import get_dtype
+    from fred.hdl.fabric import MAX_RTL_WORK, check_fabric_params
 
-    for P in ps:
-        check_ports(P, MAX_PORTS, "the largest crossbar generated")
-    return ps
+    from .options import refuse_unused
+
+    if args.no_sim:
+        for opt, val in (("--sim-lanes", args.sim_lanes), ("--beats", args.beats), ("--seed", args.seed)):
+            refuse_unused(opt, val, "does not apply with --no-sim")
+    ports = args.ports or [4, 8, 12]
+    width = get_dtype(args.dtype).width
+    for P in ports:
+        try:
+            check_fabric_params(P, args.middle, args.lanes, args.dtype)
+        except ValueError as exc:
+            raise ValueError(f"--ports {P}: {exc}") from None
+        work = P * (P - 1) * args.lanes * width // 16  # the tree crossbar: P - 1 adders per output
+        if work > MAX_RTL_WORK:
+            raise ValueError(f"--ports {P} with --lanes {args.lanes}: the crossbar/tree has {P * (P - 1)} adders x "
+                             f"{args.lanes} lanes = {work:,} lane slices, more than the {MAX_RTL_WORK:,} generated "
+                             f"in reasonable time")
+    return ports
 
 
 def compare(ports=(4, 8, 12), *, middle=3, lanes=4, sim_lanes=1, dtype="fp16", beats=48, seed=1,
-            sim=True, progress=True) -> list:
-    """Rows (dicts) of the comparison; see the module docstring."""
+            sim=True, progress=None) -> list:
+    """Rows (dicts) of the comparison; see the module docstring. ``progress(what)``, if given,
+    is called as each step (an area run, a throughput run) starts."""
     from fred.hdl.area import synth_area
     from fred.hdl.crossbar import Crossbar
     from fred.hdl.dtypes import get_dtype
@@ -59,11 +82,10 @@ def compare(ports=(4, 8, 12), *, middle=3, lanes=4, sim_lanes=1, dtype="fp16", b
     from fred.hdl.verilog import emit
 
     get_dtype(dtype)
-    t0 = time.perf_counter()
 
     def say(msg):
-        if progress:
-            print(f"[compare +{time.perf_counter() - t0:5.0f}s] {msg}", file=sys.stderr, flush=True)
+        if progress is not None:
+            progress(msg)
 
     rows = []
     for P in ports:
@@ -138,25 +160,32 @@ def format_rows(rows, lanes, sim_lanes, dtype) -> str:
 
 
 def run(args):
-    import json
+    from fred import progress
 
-    from fred import FredError
-
-    from fred.contract.checks import check_int
-    from fred.hdl.params import check_middle
-
-    ports = _ports(args.ports)
-    check_middle(args.middle)
-    for name, value in (("--lanes", args.lanes), ("--sim-lanes", args.sim_lanes)):
-        check_int(name, value, 1)
-    if args.beats < 4:
-        raise FredError(f"--beats {args.beats} must be >= 4")
-    rows = compare(ports, middle=args.middle, lanes=args.lanes, sim_lanes=args.sim_lanes,
-                   dtype=args.dtype, beats=args.beats, seed=args.seed, sim=not args.no_sim,
-                   progress=not args.quiet)
+    ports = _check(args)
+    sim = not args.no_sim
+    steps = len(ports) * len(DESIGNS) * (2 if sim else 1)
+    opts = dict(middle=args.middle, lanes=args.lanes, sim_lanes=args.sim_lanes or 1, dtype=args.dtype,
+                beats=args.beats or 48, seed=1 if args.seed is None else args.seed, sim=sim)
+    with progress.Progress(steps, "fred compare", progress.enabled(args.quiet)) as bar:
+        rows = compare(ports, progress=bar.start, **opts)
     if args.json:
-        print(json.dumps({"lanes": args.lanes, "sim_lanes": args.sim_lanes, "dtype": args.dtype,
-                          "rows": rows}, indent=1))
+        from .jsonout import document, dumps
+
+        print(dumps(document("compare", [_result(r) for r in rows], lanes=args.lanes,
+                             sim_lanes=opts["sim_lanes"], dtype=args.dtype)))
     else:
-        print(format_rows(rows, args.lanes, args.sim_lanes, args.dtype))
+        print(format_rows(rows, args.lanes, opts["sim_lanes"], args.dtype))
     return 0
+
+
+def _result(row) -> dict:
+    """A comparison row for JSON: throughputs in beats per cycle per port, latencies in cycles."""
+    out = {}
+    for k, v in row.items():
+        if k in ("all-reduce", "reduce"):
+            k = f"{k.replace('-', '_')}_beats_per_cycle_per_port"
+        elif k.endswith("_latency"):
+            k = k.replace("-", "_") + "_cycles"
+        out[k] = v
+    return out

@@ -11,36 +11,79 @@ COL_TITLES = {"compute": "compute", "dp": "DP", "mp": "MP", "pp": "PP", "stream"
 POLICY_SHORT = {"none": "none", "selective": "sel", "recompute": "rec", "offload": "off",
                 "selective+offload": "sel+off", "recompute+offload": "rec+off"}
 
+#: bounds of the options (what the model is meant for, or what a run costs on the 2-core machine)
+MIN_RATE = 1e-3            # least speed, bandwidth or capacity (TFLOP/s, TB/s, GB/s, GB, GHz)
+MAX_TFLOPS = 1e7           # 10,000x an H100
+MAX_TBPS = 1e3             # HBM and NPU network bandwidth, TB/s
+MAX_GBPS = 1e6             # link and I/O bandwidth, GB/s (1 PB/s)
+MAX_HBM_GB = 1e6           # 1 PB of HBM per NPU
+MAX_LATENCY_NS = 1e9       # 1 s per link hop
+MAX_CYCLES = 1e6           # switch traversal (the measured one is 30)
+MAX_GHZ = 1e3
+MAX_MICROBATCHES = 1024    # the schedule simulates each microbatch: 64 take ~0.6 s of CPU per fabric
+MAX_SAMPLES = 1_000_000    # samples per DP replica
+MAX_GRANULARITY = 256      # DP buckets per stage (a stage has at most a few hundred layers)
+MAX_STREAM_STEPS = 256     # simulated folds per weight-streaming pass (64 take ~1 s of CPU)
+
+
+def _npu(text):
+    from fred.contract.checks import check_choice
+    from fred.model.compute import NPU_PRESETS
+
+    return check_choice("--npu", text, tuple(NPU_PRESETS))
+
+
+def _memory(text):
+    from fred.contract.checks import check_choice
+    from fred.model.memory import CHOICES
+
+    return check_choice("--memory", text, CHOICES)
+
 
 def add_hardware_arguments(p):
     from fred.model.compute import DEFAULT_NPU, NPU_PRESETS, UTILISATION
     from fred.model.memory import CHOICES, DEFAULT_POLICY
 
+    from .options import choice, integer, name, number
+
     g = p.add_argument_group("hardware overrides (apply to every workload and fabric alike)")
-    g.add_argument("--npu", metavar="NAME", default=None,
+    g.add_argument("--npu", type=choice("--npu", _npu), metavar="NAME", default=None,
                    help=f"NPU preset: {', '.join(NPU_PRESETS)} (default {DEFAULT_NPU}: 989.4 TFLOP/s, 3 TB/s HBM per "
                         "FRED-SPEC, 80 GB; b200: 2250 TFLOP/s, 8 TB/s, 192 GB); the options below override it")
-    g.add_argument("--tflops", type=float, metavar="T", help="NPU peak dense FP16 TFLOP/s (default: the preset's)")
-    g.add_argument("--utilisation", "--utilization", type=float, metavar="U", dest="utilisation",
-                   help=f"fraction of peak sustained by compute-bound layers (default {UTILISATION}: Megatron-LM's "
-                        "measured 52%% of peak, Narayanan et al. SC'21)")
-    g.add_argument("--hbm-bw", type=float, metavar="TBPS", help="NPU HBM bandwidth in TB/s (default: the preset's)")
-    g.add_argument("--hbm-gb", type=float, metavar="GB", help="NPU HBM capacity in GB (default: the preset's)")
-    g.add_argument("--memory", metavar="POLICY", default=None,
+    g.add_argument("--tflops", type=number("--tflops", MIN_RATE, MAX_TFLOPS), metavar="T",
+                   help=f"NPU peak dense FP16 TFLOP/s ({MIN_RATE:g}..{MAX_TFLOPS:g}; default: the preset's)")
+    g.add_argument("--utilisation", "--utilization", type=number("--utilisation", 0, 1, low_open=True),
+                   metavar="U", dest="utilisation",
+                   help=f"fraction of peak sustained by compute-bound layers (0 < U <= 1; default {UTILISATION}: "
+                        "Megatron-LM's measured 52%% of peak, Narayanan et al. SC'21)")
+    g.add_argument("--hbm-bw", type=number("--hbm-bw", MIN_RATE, MAX_TBPS), metavar="TBPS",
+                   help=f"NPU HBM bandwidth in TB/s ({MIN_RATE:g}..{MAX_TBPS:g}; default: the preset's)")
+    g.add_argument("--hbm-gb", type=number("--hbm-gb", MIN_RATE, MAX_HBM_GB), metavar="GB",
+                   help=f"NPU HBM capacity in GB ({MIN_RATE:g}..{MAX_HBM_GB:g}; default: the preset's)")
+    g.add_argument("--memory", type=choice("--memory", _memory), metavar="POLICY", default=None,
                    help=f"what to do when activations do not fit in HBM: {'|'.join(CHOICES)} (default {DEFAULT_POLICY}: "
                         "the cheapest policy that fits; none: refuse what does not fit)")
-    g.add_argument("--npu-bw", type=float, metavar="TBPS", help="NPU network bandwidth per direction, TB/s (default 3)")
-    g.add_argument("--mesh-link-bw", type=float, metavar="GBPS", help="mesh link bandwidth, GB/s (default 750)")
-    g.add_argument("--io-bw", type=float, metavar="GBPS", help="I/O controller bandwidth, GB/s (default 128)")
-    g.add_argument("--link-latency-ns", type=float, metavar="NS", help="wafer link latency, ns (default 20)")
-    g.add_argument("--timing", metavar="FILE", default=None,
-                   help="switch timing from a `fred characterize` timing file (default: the embedded one)")
-    g.add_argument("--switch-cycles", type=float, metavar="N", help="switch traversal latency in cycles (overrides --timing)")
-    g.add_argument("--switch-ghz", type=float, metavar="GHZ", help="switch clock in GHz")
-    g.add_argument("--granularity", type=int, metavar="N", default=None,
-                   help="DP buckets per stage in the last microbatch's backward (weight stationary; default 4)")
-    g.add_argument("--stream-steps", type=int, metavar="N", default=None,
-                   help="simulated folds per weight-streaming pass (simulation coarsening; default 4)")
+    g.add_argument("--npu-bw", type=number("--npu-bw", MIN_RATE, MAX_TBPS), metavar="TBPS",
+                   help=f"NPU network bandwidth per direction, TB/s ({MIN_RATE:g}..{MAX_TBPS:g}; default 3)")
+    g.add_argument("--mesh-link-bw", type=number("--mesh-link-bw", MIN_RATE, MAX_GBPS), metavar="GBPS",
+                   help=f"mesh link bandwidth, GB/s ({MIN_RATE:g}..{MAX_GBPS:g}; default 750)")
+    g.add_argument("--io-bw", type=number("--io-bw", MIN_RATE, MAX_GBPS), metavar="GBPS",
+                   help=f"I/O controller bandwidth, GB/s ({MIN_RATE:g}..{MAX_GBPS:g}; default 128)")
+    g.add_argument("--link-latency-ns", type=number("--link-latency-ns", 0, MAX_LATENCY_NS), metavar="NS",
+                   help=f"wafer link latency, ns (0..{MAX_LATENCY_NS:g}; default 20)")
+    g.add_argument("--timing", type=name("--timing"), metavar="FILE", default=None,
+                   help="switch timing from a `fred characterize` timing file ('default': the embedded one, "
+                        "also the default)")
+    g.add_argument("--switch-cycles", type=number("--switch-cycles", 0, MAX_CYCLES), metavar="N",
+                   help=f"switch traversal latency in cycles (0..{MAX_CYCLES:g}; overrides the timing file's)")
+    g.add_argument("--switch-ghz", type=number("--switch-ghz", MIN_RATE, MAX_GHZ), metavar="GHZ",
+                   help=f"switch clock in GHz ({MIN_RATE:g}..{MAX_GHZ:g}; default 1)")
+    g.add_argument("--granularity", type=integer("--granularity", 1, MAX_GRANULARITY), metavar="N", default=None,
+                   help=f"DP buckets per stage in the last microbatch's backward (weight stationary; "
+                        f"1..{MAX_GRANULARITY}, default 4)")
+    g.add_argument("--stream-steps", type=integer("--stream-steps", 1, MAX_STREAM_STEPS), metavar="N", default=None,
+                   help=f"simulated folds per weight-streaming pass (simulation coarsening; 1..{MAX_STREAM_STEPS}, "
+                        f"default 4)")
 
 
 def hardware_from_args(args):
@@ -69,7 +112,8 @@ def hardware_from_args(args):
         from fred.model.timing import switch_timing
 
         clock = args.switch_ghz * 1e9 if getattr(args, "switch_ghz", None) is not None else None
-        ch["switch"] = switch_timing(load_timing(args.timing), clock_hz=clock)
+        ch["switch"] = switch_timing(load_timing(None if args.timing == "default" else args.timing),
+                                     clock_hz=clock)
     sw = {}
     if getattr(args, "switch_cycles", None) is not None:
         sw["latency_cycles"] = args.switch_cycles
@@ -104,27 +148,64 @@ def hardware_from_args(args):
     return p, npu, gran
 
 
+def _workload(text):
+    from fred.model.workload import load_workload
+
+    return load_workload(text).name
+
+
+def _fabric(text):
+    from fred.model.params import canonical_fabric
+
+    return canonical_fabric(text)
+
+
 def add_arguments(p):
-    p.add_argument("--workload", "-w", action="append", metavar="NAME",
-                   help="workload(s): resnet-152, transformer-17b, gpt3-175b, transformer-1t (repeat or comma-separate; default all)")
-    p.add_argument("--fabric", "-f", action="append", metavar="NAME",
-                   help="fabric(s): mesh, fred-a, fred-b, fred-c, fred-d (default all; the mesh is always simulated as the reference)")
-    p.add_argument("--strategy", "-s", metavar="MP(a)-DP(b)-PP(c)", help="parallelization (default: each workload's headline strategy; with --trace, derived from the trace's header)")
-    p.add_argument("--microbatches", "-m", type=int, metavar="N", help="microbatches per iteration (default: the workload's)")
-    p.add_argument("--samples", type=float, metavar="N",
-                   help="samples per DP replica, i.e. minibatch = DP x N (default 16)")
+    from .options import ListOption, choice, integer, name, number
+
+    p.add_argument("--workload", "-w", action=ListOption, item=choice("--workload", _workload), metavar="NAMES",
+                   help="workload(s): resnet-152, transformer-17b, gpt3-175b, transformer-1t, or a workload YAML "
+                        "file (repeat or comma-separate; default all)")
+    p.add_argument("--fabric", "-f", action=ListOption, item=choice("--fabric", _fabric), metavar="NAMES",
+                   help="fabric(s): mesh, fred-a, fred-b, fred-c, fred-d (repeat or comma-separate; default all; "
+                        "the mesh is always simulated as the reference)")
+    p.add_argument("--strategy", "-s", type=name("--strategy"), metavar="MP(a)-DP(b)-PP(c)",
+                   help="parallelization (default: each workload's headline strategy; with --trace, derived from "
+                        "the trace's header)")
+    p.add_argument("--microbatches", type=integer("--microbatches", 1, MAX_MICROBATCHES), metavar="N",
+                   help=f"microbatches per iteration (1..{MAX_MICROBATCHES} and at most the samples per replica; "
+                        f"default: the workload's)")
+    p.add_argument("--samples", type=integer("--samples", 1, MAX_SAMPLES), metavar="N",
+                   help=f"samples per DP replica, i.e. minibatch = DP x N (1..{MAX_SAMPLES:,}; default: the "
+                        f"workload's, 16)")
     p.add_argument("--mode", choices=("weight-stationary", "weight-streaming"), help="execution mode (default: the workload's)")
     add_hardware_arguments(p)
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--json", action="store_true", help="print JSON (README: JSON output)")
     p.add_argument("--plot", metavar="FILE.png", help="draw the stacked breakdown normalised to the mesh (paper Fig. 10)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     t = p.add_argument_group("ASTRA-sim 1.x text traces (compute from the trace, communication simulated; "
                              "see docs/training.md)")
-    t.add_argument("--trace", action="append", metavar="FILE",
+    t.add_argument("--trace", action="append", type=name("--trace"), metavar="FILE",
                    help="run this trace instead of the built-in workloads (repeat for several)")
-    t.add_argument("--trace-clock-ghz", type=float, metavar="GHZ", default=None,
-                   help="clock of the trace's cycle counts (default 1)")
-    t.add_argument("--trace-header", metavar="TEXT", default=None,
+    t.add_argument("--trace-clock-ghz", type=number("--trace-clock-ghz", MIN_RATE, MAX_GHZ), metavar="GHZ",
+                   default=None, help=f"clock of the trace's cycle counts ({MIN_RATE:g}..{MAX_GHZ:g}; default 1)")
+    t.add_argument("--trace-header", type=name("--trace-header"), metavar="TEXT", default=None,
                    help="header line for trace files without one, e.g. 'HYBRID_TRANSFORMER model_parallel_NPU_group: 4'")
+
+
+def check_microbatches(workloads, microbatches, samples) -> None:
+    """--microbatches of at most the samples per replica of every workload (a microbatch holds
+    at least one sample), before any simulation."""
+    from fred.model.workload import list_workloads, load_workload
+
+    if microbatches is None:
+        return
+    for wn in workloads or list_workloads():
+        w = load_workload(wn)
+        b = samples if samples is not None else w.samples_per_replica
+        if microbatches > b:
+            raise ValueError(f"--microbatches {microbatches} exceeds the {b:g} samples per replica of {w.name} "
+                             f"(a microbatch holds at least one sample; raise --samples)")
 
 
 def _fmt_ms(x):
@@ -201,66 +282,103 @@ def format_trace_table(rows, timing_source) -> str:
     return "\n".join(out)
 
 
-def _run_trace(args):
-    import json
+#: Estimate.to_dict() key -> JSON key (units in the names); other keys pass through unchanged
+_UNITS = {"iteration_time": "iteration_time_s", "compute_time": "compute_time_s",
+          "compute_busy": "compute_busy_s", "exposed": "exposed_s", "comm_busy": "comm_busy_s",
+          "memory_per_npu": "memory_per_npu_bytes", "sim_seconds": "sim_wall_s",
+          "exposed_comm": "exposed_comm_s", "pipeline_bubble": "pipeline_bubble_s",
+          "timing_source": "switch_timing_source", "memory_before": "memory_before_bytes",
+          "memory_states": "memory_states_bytes", "offload_bytes": "offload_bytes",
+          "recompute_time": "recompute_time_s", "hbm_capacity": "hbm_capacity_bytes",
+          "clock_ghz": "clock_GHz"}
 
-    from fred import FredError
+
+def estimate_result(e) -> dict:
+    """One estimate (or trace estimate) as a JSON result (units in the key names)."""
+    return {_UNITS.get(k, k): v for k, v in e.to_dict().items()}
+
+
+def npu_json(npu) -> dict:
+    from fred.model.compute import UTILISATION_SOURCE
+
+    return {"name": npu.name, "peak_flops_per_s": npu.peak_flops, "utilisation": npu.utilisation,
+            "utilisation_default_source": UTILISATION_SOURCE, "hbm_bandwidth_Bps": npu.hbm_bw,
+            "hbm_capacity_bytes": npu.hbm_capacity, "source": npu.source}
+
+
+def check_strategy(text, params) -> None:
+    """--strategy parses and uses every NPU of the wafer (before any work)."""
+    from fred.model.parallel_groups import parse_strategy
+
+    if text is not None:
+        try:
+            parse_strategy(text, params.npus)
+        except ValueError as exc:
+            raise ValueError(f"--strategy: {exc}") from None
+
+
+def _run_trace(args):
     from fred.model.trace_estimate import DEFAULT_CLOCK_GHZ, trace_table
 
+    from .options import refuse_unused
+
     for attr, opt in _NOT_FOR_TRACES:
-        if getattr(args, attr, None) not in (None, False):
-            raise FredError(f"{opt} does not apply to --trace (the trace gives the layers and their compute times; "
-                            "--trace-clock-ghz sets its clock)")
+        refuse_unused(opt, getattr(args, attr, None), "does not apply to --trace (the trace gives the layers and "
+                                                      "their compute times; --trace-clock-ghz sets its clock)")
     params, _, _ = hardware_from_args(args)
     clock = DEFAULT_CLOCK_GHZ if args.trace_clock_ghz is None else args.trace_clock_ghz
     rows = trace_table(args.trace, args.fabric, args.strategy, clock, header=args.trace_header, params=params)
     source = rows[0].timing_source if rows else params.switch.source
     if args.json:
+        from .jsonout import document, dumps
+
         traces = []
         for e in rows:
             if all(t["path"] != e.trace for t in traces):
                 traces.append({"path": e.trace, "kind": e.kind, "header": e.header, "header_source": e.header_source,
                                "layers": e.layers, "strategy": e.strategy, "placement": e.placement})
-        print(json.dumps({"kind": "fred-estimate-trace", "switch_timing_source": source, "trace_clock_ghz": clock,
-                          "time_unit": "s", "traces": traces, "rows": [e.to_dict() for e in rows]}, indent=2))
+        print(dumps(document("estimate-trace", [estimate_result(e) for e in rows], switch_timing_source=source,
+                             trace_clock_GHz=clock, traces=traces)))
     else:
         print(format_trace_table(rows, source))
     return 0
 
 
 def run(args):
-    import json
-
-    from fred import FredError
+    from fred import progress
     from fred.contract.outputs import check_output_path
-    from fred.model.estimate import estimate_table
+    from fred.model.estimate import FABRIC_ORDER, estimate_table, resolve_fabrics, resolve_workloads
     from fred.model.plots import PLOT_SUFFIXES
+
+    from .options import refuse_unused
 
     if getattr(args, "trace", None):
         return _run_trace(args)
-    for attr, opt in (("trace_clock_ghz", "--trace-clock-ghz"), ("trace_header", "--trace-header")):
-        if getattr(args, attr, None) is not None:
-            raise FredError(f"{opt} needs --trace FILE")
+    refuse_unused("--trace-clock-ghz", args.trace_clock_ghz, "needs --trace FILE")
+    refuse_unused("--trace-header", args.trace_header, "needs --trace FILE")
     if args.plot is not None:
         check_output_path("--plot", args.plot, suffixes=PLOT_SUFFIXES)
     params, npu, gran = hardware_from_args(args)
+    check_strategy(args.strategy, params)
+    workloads = resolve_workloads(args.workload)
+    check_microbatches(workloads, args.microbatches, args.samples)
+    fabrics = resolve_fabrics(args.fabric)
     kw = dict(params=params, npu=npu, microbatches=args.microbatches, samples_per_replica=args.samples, mode=args.mode)
     kw.update(gran)
-    rows = estimate_table(args.workload, args.fabric, args.strategy, **kw)
+    steps = len(workloads) * len(set(fabrics) | {"mesh"})
+    with progress.Progress(steps, "fred estimate", progress.enabled(args.quiet), unit="estimate") as bar:
+        rows = estimate_table(workloads, fabrics, args.strategy, progress=bar.start, **kw)
     source = rows[0].timing_source if rows else params.switch.source
     if args.plot is not None:
         from fred.model.plots import plot_breakdown
         plot_breakdown(rows, args.plot, footnote=f"NPU {npu.flops / 1e12:,.0f} TFLOP/s sustained, {npu.hbm_bw / 1e12:g} TB/s "
                        f"HBM ({npu.source}); switch timing: {source}")
     if args.json:
-        from fred.model.compute import UTILISATION_SOURCE
-        print(json.dumps({"switch_timing_source": source, "npu": {"name": npu.name, "peak_flops": npu.peak_flops,
-                                                                   "utilisation": npu.utilisation,
-                                                                   "utilisation_default_source": UTILISATION_SOURCE,
-                                                                   "hbm_bw": npu.hbm_bw, "hbm_capacity": npu.hbm_capacity,
-                                                                   "source": npu.source},
-                          "memory_policy_requested": gran.get("memory"),
-                          "rows": [e.to_dict() for e in rows]}, indent=2))
+        from .jsonout import document, dumps
+
+        print(dumps(document("estimate", [estimate_result(e) for e in rows], switch_timing_source=source,
+                             npu=npu_json(npu), memory_policy_requested=gran.get("memory"),
+                             fabrics=[f for f in FABRIC_ORDER if f in fabrics])))
     else:
         print(format_table(rows, source, npu))
         if args.plot:

@@ -7,8 +7,9 @@ Example::
 prints, per mode, the beats checked bit-exact against the golden model, the latency (cycles)
 and the throughput (beats per cycle per port at zero back-pressure), and exits 0; a failing
 regression prints the failure on one line (with the seed and the log file) and exits 1.
-``--middle`` is validated but ignored for ``rd`` (always 2 x 2). ``--waves`` builds with tracing
-and prints where ``dump.vcd`` is (Verilator writes it in the build folder, ``*-waves``). The seed is also taken from ``FRED_SEED``.
+``--middle`` does not apply to ``rd`` (always 2 x 2). ``--waves`` builds with tracing and prints
+where ``dump.vcd`` is (Verilator writes it in the build folder, ``*-waves``). The seed is also
+taken from ``FRED_SEED`` (checked like ``--seed``). Every value is checked before the build.
 """
 
 from __future__ import annotations
@@ -17,53 +18,110 @@ import sys
 
 HELP = "run a cocotb + Verilator regression of a microswitch cell"
 
+#: bounds: cells as in `fred verilog`; lanes and beats by simulation time (cocotb drives every
+#: beat from Python: 10,000 beats per mode of a 4-lane cell take about a minute with the build)
+MAX_MIDDLE = 64
+MAX_LANES = 256
+MAX_BEATS = 200_000
+#: seeds are 32-bit (cocotb's RANDOM_SEED)
+MAX_SEED = 2**32 - 1
+
+
+def _seed(text):
+    from .options import integer
+
+    t = str(text).strip()
+    base = 16 if t.lower().startswith(("0x", "-0x", "+0x")) else 10
+    try:
+        value = int(t, base)
+    except ValueError:
+        raise ValueError(f"--seed {text!r} is not a whole number") from None
+    return integer("--seed", 0, MAX_SEED)(str(value))
+
+
+def env_seed(name: str = "FRED_SEED"):
+    """The seed from the environment variable ``name`` (None when unset), checked like --seed."""
+    import os
+
+    text = os.environ.get(name)
+    if text is None or not text.strip():
+        return None
+    try:
+        return _seed(text)
+    except Exception as exc:  # ArgumentTypeError
+        raise ValueError(f"{name}: {exc}") from None
+
 
 def add_arguments(parser):
     from fred.cli import Parser
     from fred.hdl.dtypes import dtype_names
 
+    from .options import choice, integer
+    from .verilog import _dtype
+
     sub = parser.add_subparsers(dest="sim_target", metavar="TARGET", parser_class=Parser)
-    sub.required = True
     p = sub.add_parser("cell", help="one microswitch cell, every mode, random back-pressure",
                        description="regression of one microswitch cell: every mode in one "
                                    "simulation, random beats with special values, source "
                                    "idles and sink back-pressure 0/50/90%%, bit-exact")
     p.add_argument("kind", choices=("r", "d", "rd"), help="cell kind")
-    p.add_argument("--middle", "-m", type=int, default=3, metavar="M",
-                   help="m (outputs of r, inputs of d; validated but ignored for rd; default 3)")
-    p.add_argument("--lanes", type=int, default=4, metavar="L", help="elements per beat (default 4)")
-    p.add_argument("--dtype", default="fp16", metavar="T",
+    p.add_argument("--middle", "-m", type=integer("--middle", 2, MAX_MIDDLE), default=None, metavar="M",
+                   help=f"m, 2..{MAX_MIDDLE}: outputs of r, inputs of d (default 3; not for rd, always 2 x 2)")
+    p.add_argument("--lanes", type=integer("--lanes", 1, MAX_LANES), default=4, metavar="L",
+                   help=f"elements per beat (1..{MAX_LANES}, default 4)")
+    p.add_argument("--dtype", type=choice("--dtype", _dtype), default="fp16", metavar="T",
                    help="element type: " + ", ".join(dtype_names()) + " (default fp16)")
-    p.add_argument("--beats", type=int, default=10_000, metavar="N",
-                   help="random beats per mode (default 10000)")
-    p.add_argument("--seed", type=lambda s: int(s, 0), default=None, metavar="S",
-                   help="random seed (default: FRED_SEED, else a fresh one, logged)")
+    p.add_argument("--beats", type=integer("--beats", 1, MAX_BEATS), default=10_000, metavar="N",
+                   help=f"random beats per mode (1..{MAX_BEATS:,}, default 10000)")
+    p.add_argument("--seed", type=_Seed, default=None, metavar="S",
+                   help=f"random seed, 0..{MAX_SEED} (decimal or 0x hex; default: FRED_SEED, else a fresh "
+                        f"one, logged)")
     p.add_argument("--all-modes", action="store_true",
                    help="every mode of the cell instead of the representative set (r, d)")
     p.add_argument("--waves", action="store_true", help="write dump.vcd (slower)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+
+
+def _Seed(text):  # argparse type of --seed
+    import argparse
+
+    try:
+        return _seed(text)
+    except argparse.ArgumentTypeError:
+        raise
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def run(args):
+    from fred import progress
+
+    from .options import refuse_unused
+
+    # every value is checked before the (slow) build
+    if args.kind == "rd":
+        refuse_unused("--middle", args.middle, "does not apply to rd (the RD cell is always 2 x 2)")
+    middle = 2 if args.kind == "rd" else (3 if args.middle is None else args.middle)
+    seed = args.seed if args.seed is not None else env_seed()
+
     from pathlib import Path
 
     from fred.hdl.cells import CELL_CLASSES, check_cell_params
     from fred.sim.tb_cells import representative_modes, run_cell_regression
 
-    # validate everything before the (slow) build: one-line errors for bad input
-    check_cell_params(args.kind, args.middle, args.lanes, args.dtype)
-    if args.beats < 1:
-        raise ValueError(f"beats must be >= 1, got {args.beats}")
-    middle = 2 if args.kind == "rd" else args.middle
+    check_cell_params(args.kind, middle, args.lanes, args.dtype)
     modes = (CELL_CLASSES[args.kind].all_modes(middle) if args.all_modes
              else representative_modes(args.kind, middle))
-    try:
-        rep = run_cell_regression(args.kind, middle=args.middle, lanes=args.lanes, dtype=args.dtype,
-                                  beats=args.beats, seed=args.seed, modes=modes,
-                                  waves=args.waves or None)
-    except AssertionError as exc:
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else "regression failed"
-        print(f"fred: sim cell {args.kind}: FAILED: {msg}", file=sys.stderr)
-        return 1
+    with progress.Progress(None, f"fred sim cell {args.kind}", progress.enabled(args.quiet)) as bar:
+        try:
+            with bar.phase(f"Verilator build and {args.beats} beats x {len(modes)} modes"):
+                rep = run_cell_regression(args.kind, middle=middle, lanes=args.lanes, dtype=args.dtype,
+                                          beats=args.beats, seed=seed, modes=modes,
+                                          waves=args.waves or None)
+        except AssertionError as exc:
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else "regression failed"
+            print(f"fred: sim cell {args.kind}: FAILED: {msg}", file=sys.stderr)
+            return 1
     print(rep.table())
     print(f"run folder: {rep.run_dir}")
     if args.waves:

@@ -10,17 +10,22 @@ PAPER_SWEEP = {"transformer-17b": (4.22, 1.63), "transformer-1t": (3.92, 1.44)}
 
 
 def add_arguments(p):
-    from fred.commands.estimate import add_hardware_arguments
+    from fred.commands.estimate import _fabric, _workload, add_hardware_arguments
     from fred.jobs import add_runner_arguments
 
-    p.add_argument("--workload", "-w", default="transformer-17b", metavar="NAME", help="workload (default transformer-17b)")
-    p.add_argument("--fabric", "-f", action="append", metavar="NAME", help="fabrics (default mesh and fred-d)")
+    from .options import ListOption, choice
+
+    p.add_argument("--workload", "-w", type=choice("--workload", _workload), default="transformer-17b",
+                   metavar="NAME", help="workload, or a workload YAML file (default transformer-17b)")
+    p.add_argument("--fabric", "-f", action=ListOption, item=choice("--fabric", _fabric), metavar="NAMES",
+                   help="fabrics (repeat or comma-separate; default mesh and fred-d; the mesh is always "
+                        "simulated as the reference)")
     p.add_argument("--rule", type=int, choices=(16, 40), default=40,
                    help="minibatch rule: DP x 16 (paper Sec. 8.1-8.2) or DP x 40 (Sec. 8.3, Fig. 2/11; default)")
     p.add_argument("--mode", choices=("weight-stationary", "weight-streaming"), help="execution mode (default: the workload's)")
     add_hardware_arguments(p)
     add_runner_arguments(p)
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--json", action="store_true", help="print JSON (README: JSON output)")
     p.add_argument("--plot", metavar="FILE.png", help="plot compute + exposed communication per strategy")
 
 
@@ -163,9 +168,7 @@ def format_sweep(results, summ, timing_source, workload, rule, npu=None) -> str:
 
 
 def run(args):
-    import json
-
-    from fred.commands.estimate import hardware_from_args
+    from fred.commands.estimate import estimate_result, hardware_from_args, npu_json
     from fred.contract.outputs import check_output_path
     from fred.jobs import runner_from_args
     from fred.model.plots import PLOT_SUFFIXES
@@ -187,12 +190,25 @@ def run(args):
                    footnote=f"NPU {npu.flops / 1e12:,.0f} TFLOP/s sustained, {npu.hbm_bw / 1e12:g} TB/s HBM "
                             f"({npu.source}); switch timing: {source}")
     if args.json:
-        print(json.dumps({"switch_timing_source": source, "workload": wname, "rule": args.rule, "summary": summ,
-                          "rows": [{"strategy": r["strategy"], "fabric": r["fabric"], "error": r["error"],
-                                    **({"estimate": r["estimate"].to_dict()} if r["estimate"] else {})} for r in res]},
-                         indent=2))
+        from .jsonout import document, dumps
+
+        results = [{"strategy": r["strategy"], "fabric": r["fabric"], "error": r["error"],
+                    **(estimate_result(r["estimate"]) if r["estimate"] else {})} for r in res]
+        print(dumps(document("sweep", results, switch_timing_source=source, workload=wname, rule=args.rule,
+                             npu=npu_json(npu), summary=_summary_json(summ))))
     else:
         print(format_sweep(res, summ, source, wname, args.rule, npu))
         if args.plot:
             print(f"plot: {args.plot}")
     return 0
+
+
+#: summary() key -> JSON key (units in the names)
+_SUMMARY_UNITS = {"avg_exposed_comm_per_sample_mesh": "avg_exposed_comm_per_sample_mesh_s",
+                  "avg_exposed_comm_per_sample_fabric": "avg_exposed_comm_per_sample_fabric_s",
+                  "avg_time_per_sample_mesh": "avg_time_per_sample_mesh_s",
+                  "avg_time_per_sample_fabric": "avg_time_per_sample_fabric_s"}
+
+
+def _summary_json(summ) -> dict:
+    return {_SUMMARY_UNITS.get(k, k): v for k, v in summ.items()}
