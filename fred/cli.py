@@ -77,7 +77,7 @@ def _tidy(message: str) -> str:
     m = re.match(r"argument ([^:]+): (.*)", message, re.S)
     if m and any(m.group(2).startswith(o) for o in m.group(1).split("/")):
         message = m.group(2)
-    return " ".join(message.split())
+    return " ".join(message.splitlines())
 
 
 def _selected(argv) -> str:

@@ -34,8 +34,9 @@ from .graph import Topology, multidim
 
 KINDS = {"ring": "Ring", "switch": "Switch", "fullyconnected": "FullyConnected"}
 #: most NPUs a network file may describe (the flow simulator also caps the tasks one
-#: simulation creates; a 1,024-NPU ring All-Reduce is 2.1 M flows)
-MAX_NPUS = 16_384
+#: simulation creates, fred.model.flowsim.MAX_TASKS: a ring All-Reduce over 2,048 NPUs is
+#: 8.4 M flows, over 4,096 NPUs 33 M, refused; a hierarchical one over 4,096 NPUs is 4.1 M)
+MAX_NPUS = 4_096
 #: sane ranges of a link's figures: up to 1 PB/s per link and 1 s per hop (ASTRA-sim examples
 #: use 25-1,000 GB/s and 500 ns)
 MAX_BANDWIDTH_GBPS = 1e6

@@ -16,16 +16,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fred import FredError
+
 from .graph import Topology
 from .timing import SwitchTiming
 from .topology import resolve
 
-__all__ = ["TaskId", "DELAY", "FLOW", "TaskGraph", "TaskArrays", "check_bytes"]
+__all__ = ["TaskId", "DELAY", "FLOW", "TaskGraph", "TaskArrays", "check_bytes", "MAX_TASKS", "MAX_PATH_LINKS"]
 
 TaskId = int
 
 #: task kinds
 DELAY, FLOW = 0, 1
+#: most tasks (flows and delays) one simulation creates: ~170 bytes each with their dependencies
+#: (a 2,048-NPU ring All-Reduce is 8.4 M flows, 1.4 GB); beyond it a run is refused as it is
+#: built, before memory runs out
+MAX_TASKS = 10_000_000
+#: most links the distinct routes of one simulation hold together (~110 bytes each: a 512-NPU
+#: ring all-to-all is 262,144 routes of 128 links on average, 3.8 GB)
+MAX_PATH_LINKS = 10_000_000
+
+
+def _too_many_tasks():
+    return FredError(f"this simulation needs more than {MAX_TASKS:,} tasks (flows and delays), more than "
+                     f"fit in memory; use fewer NPUs, fewer chunks or a hierarchical algorithm")
 
 
 def check_bytes(nbytes, what="nbytes") -> float:
@@ -191,6 +205,8 @@ class TaskGraph:
 
     def _new(self, kind, dur, nbytes, path, label_id, k=1):
         first = self._kind.n
+        if first + k > MAX_TASKS:
+            raise _too_many_tasks()
         if k == 1 and np.ndim(path) == 0 and np.ndim(nbytes) == 0:
             self._kind.append(kind)
             self._dur.append(dur)
@@ -246,6 +262,11 @@ class TaskGraph:
     def _add_path(self, key, links, srcs, lat, cap=np.inf, dsts=()):
         pid = len(self._p_lat)
         self._p_links.append(np.asarray(sorted(set(links)), dtype=np.int64))
+        self._path_links = getattr(self, "_path_links", 0) + self._p_links[-1].size
+        if self._path_links > MAX_PATH_LINKS:
+            raise FredError(f"this simulation's routes hold more than {MAX_PATH_LINKS:,} links, more than fit in "
+                            f"memory (an all-to-all over many NPUs of a ring?); use fewer NPUs or a topology "
+                            f"with shorter routes")
         self._p_srcs.append(np.asarray(srcs, dtype=np.int64))
         self._p_dsts.append(np.asarray(dsts, dtype=np.int64))
         self._p_lat.append(float(lat))
@@ -282,6 +303,8 @@ class TaskGraph:
     def paths_unicast(self, srcs, dsts) -> np.ndarray:
         srcs = np.asarray(srcs, dtype=np.int64).ravel()
         dsts = np.asarray(dsts, dtype=np.int64).ravel()
+        if self._kind.n + srcs.size > MAX_TASKS:  # each pair becomes a flow: refuse before routing
+            raise _too_many_tasks()
         out = np.empty(srcs.size, dtype=np.int64)
         cache = {}
         for i, (s, d) in enumerate(zip(srcs.tolist(), dsts.tolist())):

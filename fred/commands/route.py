@@ -11,7 +11,7 @@ MAX_PORTS = 1024
 MAX_MIDDLE = 64
 #: --study: ports (the strategies of P x random placements, each routed for m = 2 and 3;
 #: P = 32 takes ~3 s of CPU) and random placements per strategy (~35 ms each at P = 20)
-MAX_STUDY_PORTS = 64
+MAX_STUDY_PORTS = 32
 MAX_SAMPLES = 1000
 #: seeds are 32-bit
 MAX_SEED = 2**32 - 1

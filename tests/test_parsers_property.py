@@ -1,0 +1,194 @@
+"""Property tests of every parser of user text (issue 12): flows, port sets, NPU groups,
+strategies, sizes, ASTRA-sim YAML networks and timing files. Any text in gives either a valid
+object or a one-line ``ValueError``/``FredError`` naming the input, never another exception
+(no IndexError, KeyError, TypeError, RecursionError, OverflowError ...)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fred import FredError
+from fred.commands.options import MAX_BYTES, parse_size
+from fred.contract.timing import TimingFileError, default_timing_path, load_timing, validate_timing
+from fred.hdl.flows import Flow, parse_flow, parse_ports, validate_flows
+from fred.model.network_yaml import NetworkSpec, parse_network_yaml
+from fred.model.parallel_groups import parse_group, parse_strategy
+
+OK_ERRORS = (ValueError, FredError)
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _one_line(exc):
+    msg = str(exc)
+    assert msg.strip() and "\n" not in msg.strip(), repr(msg)
+
+
+def _call(fn, *args):
+    try:
+        return fn(*args)
+    except OK_ERRORS as exc:
+        _one_line(exc)
+        return None
+
+
+# text that looks like the syntax (digits, ranges, separators) as well as anything at all
+PORTISH = st.from_regex(r"\A[0-9 ,\-]{0,30}\Z")
+FLOWISH = st.from_regex(r"\A[0-9 ,\->]{0,30}\Z")
+ANY = st.text(max_size=60)
+
+
+@SETTINGS
+@given(st.one_of(FLOWISH, ANY))
+def test_parse_flow(text):
+    f = _call(parse_flow, text)
+    if f is not None:
+        assert isinstance(f, Flow) and f.inputs and f.outputs
+        assert parse_flow(str(f)) == f  # the written form reads back
+        _call(validate_flows, [text], 16)
+
+
+@SETTINGS
+@given(st.one_of(PORTISH, ANY))
+def test_parse_ports(text):
+    ports = _call(parse_ports, text)
+    if ports is not None:
+        assert ports and all(isinstance(p, int) and 0 <= p < 1024 for p in ports)
+
+
+@SETTINGS
+@given(st.one_of(PORTISH, ANY, st.just("all")), st.integers(1, 64))
+def test_parse_group(text, npus):
+    g = _call(parse_group, text, npus)
+    if g is not None:
+        assert len(set(g)) == len(g) and all(0 <= i < npus for i in g)
+
+
+STRATEGYISH = st.from_regex(r"\A((MP|DP|PP|mp|xx)\([0-9]{0,3}\)[-_x*, ]?){0,4}\Z")
+
+
+@SETTINGS
+@given(st.one_of(STRATEGYISH, ANY), st.sampled_from([None, 20, 16]))
+def test_parse_strategy(text, npus):
+    abc = _call(parse_strategy, text, npus)
+    if abc is not None:
+        assert len(abc) == 3 and all(isinstance(v, int) and v >= 1 for v in abc)
+        if npus is not None:
+            assert math.prod(abc) == npus
+
+
+SIZEISH = st.from_regex(r"\A[ ]?[0-9.eE+\-]{0,12}[ ]?(|b|B|k|KB|KiB|MiB|GiB|TiB|G|T|PiB|xb)[ ]?\Z")
+
+
+@SETTINGS
+@given(st.one_of(SIZEISH, ANY))
+def test_parse_size(text):
+    n = _call(parse_size, text)
+    if n is not None:
+        assert isinstance(n, int) and 1 <= n <= MAX_BYTES
+
+
+@SETTINGS
+@given(st.one_of(st.integers(), st.floats(allow_nan=True, allow_infinity=True)))
+def test_parse_size_numbers(value):
+    n = _call(parse_size, value)
+    if n is not None:
+        assert n == value and 1 <= n <= MAX_BYTES
+
+
+# ---- YAML networks ------------------------------------------------------------------------------
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10, 10**10), st.floats(allow_nan=True),
+                    st.text(max_size=8), st.sampled_from(["Ring", "Switch", "FullyConnected", "1e3", ".inf"]))
+VALUES = st.one_of(SCALARS, st.lists(SCALARS, max_size=4), st.dictionaries(st.text(max_size=4), SCALARS, max_size=2))
+KEYS = st.sampled_from(["topology", "npus_count", "bandwidth", "latency", "gb_bytes", "links"])
+
+
+@SETTINGS
+@given(st.dictionaries(KEYS, VALUES, max_size=6))
+def test_network_yaml_documents(doc):
+    spec = _call(parse_network_yaml, yaml.safe_dump(doc))
+    if spec is not None:
+        assert isinstance(spec, NetworkSpec) and 2 <= spec.npus <= 16_384
+
+
+@SETTINGS
+@given(ANY)
+def test_network_yaml_any_text(text):
+    _call(parse_network_yaml, text)
+
+
+@SETTINGS
+@given(st.lists(st.integers(1, 70), min_size=1, max_size=3),
+       st.lists(st.sampled_from(["1e3", "1.0e3", "100", "2.5E+2", "-1", "0", "1e999"]), min_size=1, max_size=3))
+def test_network_yaml_numbers(counts, bws):
+    n = len(counts)
+    bws = (bws * n)[:n]
+    text = (f"topology: [ {', '.join(['Ring'] * n)} ]\nnpus_count: [ {', '.join(map(str, counts))} ]\n"
+            f"bandwidth: [ {', '.join(bws)} ]\nlatency: [ {', '.join(['5e2'] * n)} ]\n")
+    spec = _call(parse_network_yaml, text)
+    if spec is not None:  # written 1e3 / 1.0e3 / 2.5E+2 are numbers (ASTRA-sim files), not strings
+        assert all(isinstance(b, float) and b > 0 for b in spec.bandwidth)
+        assert spec.latency == [500.0] * n
+
+
+# ---- timing files -------------------------------------------------------------------------------
+DEFAULT = json.loads(default_timing_path().read_text())
+JSON_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=True),
+                        st.text(max_size=5), st.lists(st.integers(), max_size=2), st.just({}))
+
+
+def _paths(doc, prefix=()):
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield prefix + (k,)
+            yield from _paths(v, prefix + (k,))
+
+
+PATHS = list(_paths(DEFAULT))
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.sampled_from(PATHS), st.one_of(JSON_VALUES, st.just("<delete>"))), min_size=1,
+                max_size=3))
+def test_timing_document_mutations(changes):
+    doc = copy.deepcopy(DEFAULT)
+    for path, value in changes:
+        node = doc
+        for k in path[:-1]:
+            if not isinstance(node, dict) or k not in node:
+                break
+            node = node[k]
+        else:
+            if isinstance(node, dict):
+                if value == "<delete>":
+                    node.pop(path[-1], None)
+                else:
+                    node[path[-1]] = value
+    try:
+        out = validate_timing(doc, "mutated.json")
+    except TimingFileError as exc:
+        _one_line(exc)
+        assert "mutated.json" in str(exc)  # names the file
+        return
+    assert out is doc
+
+
+@SETTINGS
+@given(st.one_of(ANY, st.binary(max_size=40).map(lambda b: b.decode("latin-1"))))
+def test_timing_file_any_text(tmp_path_factory, text):
+    path = tmp_path_factory.mktemp("t") / "t.json"
+    path.write_text(text, encoding="utf-8", errors="surrogateescape")
+    with pytest.raises(TimingFileError) as info:
+        load_timing(path)
+    _one_line(info.value)
+    assert str(path) in str(info.value)
+
+
+def test_the_default_is_valid():
+    assert load_timing().summary["switch_latency_cycles"] > 0
