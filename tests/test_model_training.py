@@ -166,7 +166,7 @@ def _fred(*args):
     (["estimate", "--workload", "resnet-152", "--strategy", "MP(2)-DP(5)-PP(3)"], "uses 30 NPUs, not 20"),
     (["estimate", "--workload", "gpt3-175b", "--fabric", "mesh", "--mode", "weight-stationary"], "does not fit in HBM"),
     (["estimate", "--workload", "resnet-152", "--npu", "a100"], "npu 'a100' is unknown"),
-    (["estimate", "--workload", "resnet-152", "--memory", "swap"], "memory policy 'swap' is unknown"),
+    (["estimate", "--workload", "resnet-152", "--memory", "swap"], "--memory 'swap' is unknown"),
     (["sweep", "--workload", "nope"], "unknown workload 'nope'"),
     (["estimate", "--workload", "resnet-152", "--utilisation", "2"], "utilisation"),
 ])
