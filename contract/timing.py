@@ -25,8 +25,9 @@ from pathlib import Path
 from fred import FredError
 
 from .outputs import write_atomic
+from .rounding import rounded
 
-__all__ = ["SCHEMA_VERSION", "KIND", "DEFAULT_NAME", "TimingFile", "TimingFileError", "load_timing",
+__all__ = ["SCHEMA_VERSION", "KIND", "DEFAULT_NAME", "TimingFile", "TimingFileError", "load_timing", "timing_text",
            "validate_timing", "summarize", "write_timing", "default_timing_path", "FLOW_KINDS"]
 
 #: the schema this module reads and writes
@@ -282,16 +283,13 @@ def summarize(doc: dict) -> dict:
 
 
 def write_timing(doc: dict, path) -> Path:
-    """Validate ``doc`` and write it as JSON (atomically) to ``path``; return the path."""
+    """Validate ``doc`` and write it as JSON (atomically) to ``path``; return the path. Numbers
+    are written without float noise (:func:`fred.contract.rounding.rounded`: 6 significant
+    digits, whole-valued floats as integers)."""
     validate_timing(doc, str(path))
-    return write_atomic(path, json.dumps(doc, indent=1, sort_keys=True, default=_jsonable) + "\n")
+    return write_atomic(path, timing_text(doc))
 
 
-def _jsonable(o):
-    if isinstance(o, (set, tuple)):
-        return list(o)
-    if hasattr(o, "item"):
-        return o.item()
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    return str(o)
+def timing_text(doc: dict) -> str:
+    """The text :func:`write_timing` writes for ``doc``."""
+    return json.dumps(rounded(doc), indent=1, sort_keys=True, allow_nan=False) + "\n"

@@ -175,3 +175,16 @@ def test_long_command_quiet_off_a_terminal(capsys):
     assert main(["route", "--study", "--ports", "8", "--samples", "1"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("Routability") and err == ""
+
+
+def test_timing_files_have_no_float_noise(tmp_path):
+    """fred characterize writes its JSON by the same rule as --json (fred.contract.rounding)."""
+    from fred.contract.timing import default_timing_path, load_timing, write_timing
+
+    doc = json.loads(default_timing_path().read_text())
+    assert all(float(f"{x:.6g}") == x for x in _floats(doc))
+    doc["summary"]["rule"] = doc["summary"]["rule"]  # a copy written again reads back the same
+    doc["elapsed_s"] = 123.456789012345
+    out = write_timing(doc, tmp_path / "t.json")
+    back = load_timing(out).data
+    assert back["elapsed_s"] == 123.457 and back["summary"] == doc["summary"]
