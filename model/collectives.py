@@ -20,6 +20,8 @@ import math
 
 import numpy as np
 
+from fred.contract.checks import check_number
+
 from . import engine
 from .collective_algorithms import build_plan, canonical_op, io_tree_order
 from .collective_phases import Builder, merge_plans, run_plan
@@ -151,8 +153,10 @@ def collective_time(fabric, op, group=None, nbytes=2**30, *, algorithm=None, chu
     """Simulate one collective (or one per group, all at once) on a fresh network.
 
     ``fabric``: a Topology, a fabric name ("mesh", "fred-a".."fred-d") or an ASTRA-sim YAML
-    path; ``group``: NPU ids, a list of groups, or None for every NPU.
+    path; ``group``: NPU ids, a list of groups, or None for every NPU. A wrong type raises
+    ``TypeError``, a value out of range ``ValueError`` (fred.contract.checks).
     """
+    check_number("nbytes", nbytes, 0, low_open=True)
     topo = resolve(fabric, params)
     op = canonical_op(op)
     groups = _normalize_groups(topo, list(range(topo.npus)) if group is None else group)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from fred.contract.checks import check_int, check_number
 
 from . import compute as C
 from .params import canonical_fabric, default_params
@@ -92,9 +93,16 @@ def estimate(workload, fabric, strategy=None, *, params=None, npu=None, microbat
     """Simulate one training iteration of ``workload`` on ``fabric`` ("mesh", "fred-a".."fred-d").
 
     ``memory`` is the memory policy (:mod:`fred.model.memory`; default ``auto``: the cheapest
-    that fits). A configuration that fits under no allowed policy raises :class:`~fred.FredError`."""
+    that fits). A configuration that fits under no allowed policy raises :class:`~fred.FredError`.
+    A wrong type raises ``TypeError``, a value out of range ``ValueError`` (fred.contract.checks)."""
     from .topology import build_fabric
 
+    if microbatches is not None:
+        check_int("microbatches", microbatches, 1)
+    if samples_per_replica is not None:
+        check_number("samples_per_replica", samples_per_replica, 0, low_open=True)
+    check_int("granularity", granularity, 1)
+    check_int("stream_steps", stream_steps, 1)
     w = load_workload(workload)
     if mode:
         w = w.with_mode(mode)

@@ -18,7 +18,7 @@ from fred import FredError
 from fred.commands.options import MAX_BYTES, parse_size
 from fred.contract.timing import TimingFileError, default_timing_path, load_timing, validate_timing
 from fred.hdl.flows import Flow, parse_flow, parse_ports, validate_flows
-from fred.model.network_yaml import NetworkSpec, parse_network_yaml
+from fred.model.network_yaml import MAX_NPUS, NetworkSpec, parse_network_yaml
 from fred.model.parallel_groups import parse_group, parse_strategy
 
 OK_ERRORS = (ValueError, FredError)
@@ -114,7 +114,7 @@ KEYS = st.sampled_from(["topology", "npus_count", "bandwidth", "latency", "gb_by
 def test_network_yaml_documents(doc):
     spec = _call(parse_network_yaml, yaml.safe_dump(doc))
     if spec is not None:
-        assert isinstance(spec, NetworkSpec) and 2 <= spec.npus <= 16_384
+        assert isinstance(spec, NetworkSpec) and 2 <= spec.npus <= MAX_NPUS
 
 
 @SETTINGS
