@@ -371,7 +371,8 @@ def _dec(x, n=4):
 
 
 def to_json(r: ScanResult) -> dict:
-    """One JSON-ready object (``kind`` "fred-scan", ``schema_version`` 1; units in key names)."""
+    """One JSON-ready object (``kind`` "fred-scan", ``schema_version`` 1; units in key names; the
+    points in ``results``, like every command's JSON)."""
     pts = []
     for (w, f, k, s), p in r.points.items():
         d = {"workload": w, "fabric": f, "k": _sig(k), "samples_per_replica": s}
@@ -395,9 +396,10 @@ def to_json(r: ScanResult) -> dict:
     n = r.npu
     return {"kind": "fred-scan", "schema_version": SCHEMA_VERSION, "rounding": ROUNDING,
             "switch_timing_source": r.timing_source,
-            "npu_at_k1": {"peak_flops_per_s": n.peak_flops, "utilisation": n.utilisation, "hbm_bw_bytes_per_s": n.hbm_bw,
+            "npu_at_k1": {"peak_flops_per_s": n.peak_flops, "utilisation": n.utilisation, "hbm_bandwidth_Bps": n.hbm_bw,
                           "hbm_capacity_bytes": n.hbm_capacity, "source": n.source},
             "k_scales": "peak FLOP/s and HBM bandwidth of the NPU at k = 1 (HBM capacity unchanged)",
             "paper_band": PAPER_BAND, "refine_rtol": REFINE_RTOL if r.refine else None,
             "workloads": r.workloads, "fabrics": r.fabrics, "k_values": [_sig(k) for k in r.k_values],
-            "samples_per_replica": r.samples, "points": pts, "paper_cells": cells, "crossover": xs}
+            "samples_per_replica": r.samples, "paper_cells": cells, "crossover": xs,
+            "results": pts}  # one result per workload x fabric x k x samples (README: JSON output)

@@ -81,7 +81,7 @@ _PROBE = ("import sys; from fred.cli import main; rc = main(sys.argv[1:]); "
 @pytest.mark.parametrize("argv,allowed", [
     (["--version"], set()), (["--help"], set()),
     (["route", "--ports", "8", "--flow", "0,1>2"], set()),
-    (["collective", "--group", "0-3", "--size", "1MiB"], {"numpy"}),
+    (["collective", "--group", "0-3", "--size", "1MiB"], {"numpy", "yaml"}),
 ])
 def test_start_up_imports_only_what_the_command_needs(argv, allowed):
     r = subprocess.run([sys.executable, "-c", _PROBE % (HEAVY,), *argv], capture_output=True, text=True,

@@ -165,22 +165,26 @@ INT_OPTIONS = [
     ("sweep", "--granularity", 1, 256), ("sweep", "--stream-steps", 1, 256),
     ("compare", "--middle", 2, 64), ("compare", "--lanes", 1, 64), ("compare", "--sim-lanes", 1, 64),
     ("compare", "--beats", 4, 10_000), ("compare", "--seed", 0, 2**32 - 1), ("compare", "--ports", 2, 64),
+    ("scan", "--points", 1, 100), ("scan", "--samples", 1, 1_000_000), ("scan", "--microbatches", 1, 1024),
+    ("scan", "--granularity", 1, 256), ("sweep", "--workers", 0, 64), ("scan", "--workers", 0, 64),
 ]
 
 #: (command line before the option, option, least, most, least excluded) of every real-number option
 NUMBER_OPTIONS = [
     (cmd, opt, low, high, False)
-    for cmd in ("estimate", "sweep")
+    for cmd in ("estimate", "sweep", "scan")
     for opt, low, high in (("--tflops", 1e-3, 1e7), ("--hbm-bw", 1e-3, 1e3), ("--hbm-gb", 1e-3, 1e6),
                            ("--npu-bw", 1e-3, 1e3), ("--mesh-link-bw", 1e-3, 1e6), ("--io-bw", 1e-3, 1e6),
                            ("--link-latency-ns", 0, 1e9), ("--switch-cycles", 0, 1e6),
                            ("--switch-ghz", 1e-3, 1e3))
 ] + [("estimate", "--utilisation", 0, 1, True), ("sweep", "--utilisation", 0, 1, True),
-     ("collective --network {d}/torus.yml", "--gb-bytes", 1, 2**40, False)]
+     ("collective --network {d}/torus.yml", "--gb-bytes", 1, 2**40, False),
+     ("scan", "--k-min", 1e-3, 1e4, False), ("scan", "--k-max", 1e-3, 1e4, False),
+     ("estimate --trace x.txt", "--trace-clock-ghz", 1e-3, 1e3, False)]
 
 
 #: options taking a comma list (an empty one "names nothing": _name_cases)
-LIST_OPTIONS = ("--chiplets", "--ports")
+LIST_OPTIONS = {("characterize", "--chiplets"), ("compare", "--ports"), ("scan", "--samples")}
 
 
 def _int_cases():
@@ -190,7 +194,7 @@ def _int_cases():
         if high is not None:
             out.append((f"{cmd} {opt} {high + 1}", f"{opt} {high + 1} is too large: must be <= {high}"))
             out.append((f"{cmd} {opt} {10**30}", f"{opt} {10**30} is too large"))
-        for text in ("2.5", "1e3", "x", "0x") + (() if opt in LIST_OPTIONS else ("''",)):
+        for text in ("2.5", "1e3", "x", "0x") + (() if (cmd, opt) in LIST_OPTIONS else ("''",)):
             shown = "''" if text == "''" else repr(text)
             out.append((f"{cmd} {opt} {text}", f"{opt} {shown} is not a whole number"))
     return out
@@ -216,11 +220,13 @@ def _name_cases():
             ("route --ports 8", "--collective"), ("collective", "--network"), ("collective", "--op"),
             ("collective", "--group"), ("collective", "--strategy"), ("collective", "--algorithm"),
             ("collective", "--timing"), ("estimate", "--strategy"), ("estimate", "--timing"),
-            ("sweep", "--timing"), ("sweep", "--workload")]
+            ("sweep", "--timing"), ("sweep", "--workload"), ("estimate", "--npu"), ("estimate", "--memory"),
+            ("estimate", "--trace"), ("estimate", "--trace-header"), ("sweep", "--scheduler"), ("scan", "--npu")]
     out = [(f"{cmd} {opt} ''", f"{opt} '' must not be empty") for cmd, opt in opts]
     out += [(f"{cmd} {opt} '  '", f"{opt} '  ' must not be empty") for cmd, opt in opts[:4]]
     lists = [("collective", "--fabric"), ("estimate", "--fabric"), ("estimate", "--workload"),
-             ("sweep", "--fabric"), ("characterize", "--chiplets"), ("compare", "--ports")]
+             ("sweep", "--fabric"), ("characterize", "--chiplets"), ("compare", "--ports"),
+             ("scan", "--workload"), ("scan", "--fabric"), ("scan", "--samples")]
     out += [(f"{cmd} {opt} ''", f"{opt} '' names nothing") for cmd, opt in lists]
     out += [(f"{cmd} {opt} ,", f"{opt} ',' names nothing") for cmd, opt in lists]
     return out
@@ -490,6 +496,21 @@ CASES = [
     ("estimate -w resnet-152 -s MP(2)-DP(5)-PP(3)", "uses 30 NPUs, not 20"),
     ("estimate -w gpt3-175b -f mesh --mode weight-stationary", "does not fit in HBM"),
     ("sweep -w nope", "--workload: unknown workload 'nope'"),
+    ("estimate --npu a100", "--npu 'a100' is unknown; known: h100, b200"),
+    ("estimate --memory swap", "--memory 'swap' is unknown"),
+    ("estimate --trace-header DATA", "--trace-header 'DATA' needs --trace FILE"),
+    ("estimate --trace-clock-ghz 2", "--trace-clock-ghz 2.0 needs --trace FILE"),
+    ("estimate --trace {d}/absent.txt", "trace file '{d}/absent.txt' does not exist"),
+    ("estimate --trace {d}/notes.txt --trace-header DATA -w resnet-152", "--workload 'resnet-152' does not apply to --trace"),
+    ("estimate --trace {d}/notes.txt --trace-header DATA --tflops 5", "--tflops 5.0 does not apply to --trace"),
+    ("estimate --trace {d}/notes.txt", "field kind: no header"),
+    ("sweep --workers 2 --scheduler tcp://127.0.0.1:1", "--workers 2 and --scheduler 'tcp://127.0.0.1:1' exclude each other"),
+    ("scan -w nope", "--workload: unknown workload 'nope'"),
+    ("scan -f mesh,mesh", "--fabric names 'mesh' twice"),
+    ("scan --samples 16,16", "--samples names '16' twice"),
+    ("scan --k-min 10 --k-max 1", "--k-max 1 must be above --k-min 10 for 20 points"),
+    ("scan -w resnet-152 --microbatches 64", "--microbatches 64 exceeds the 16 samples per replica of resnet-152"),
+    ("scan --plot {d}/scan.txt", "--plot '{d}/scan.txt': file type '.txt'"),
     ("sweep -w resnet-152 -f mesh -f mesh", "--fabric names 'mesh' twice"),
     ("sweep -w resnet-152 -f nope", "--fabric: unknown fabric 'nope'"),
 ]

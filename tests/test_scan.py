@@ -24,8 +24,8 @@ def test_k_grid_log_spaced_inclusive():
     assert S.k_grid(2, 2, 1) == [2]
 
 
-@pytest.mark.parametrize("args, match", [((0, 10, 5), "--k-min 0.0 is too small"),
-                                         ((10, 1, 5), "--k-max 1.0 is too small"),
+@pytest.mark.parametrize("args, match", [((0, 10, 5), "--k-min 0 is too small"),
+                                         ((10, 1, 5), "--k-max 1 is too small"),
                                          ((1, 10, 0), "--points 0 is too small")])
 def test_k_grid_rejects(args, match):
     with pytest.raises(ValueError, match=match):
@@ -132,8 +132,8 @@ def test_cli_text_json_plot(tmp_path, capsys):
     assert main(argv + ["--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["kind"] == "fred-scan" and doc["schema_version"] == 1
-    assert doc["fabrics"] == ["mesh", "fred-d"] and len(doc["points"]) == 6
-    p = doc["points"][-1]
+    assert doc["fabrics"] == ["mesh", "fred-d"] and len(doc["results"]) == 6
+    p = doc["results"][-1]
     assert {"iteration_time_s", "compute_time_s", "exposed_s", "speedup_vs_mesh"} <= set(p)
     assert doc["paper_cells"][0]["paper_speedup"] == 1.76
     assert {x["saving"] for x in doc["crossover"]} == set(S.SAVINGS)
@@ -141,7 +141,7 @@ def test_cli_text_json_plot(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, match", [
     (["--k-min", "0"], "--k-min 0.0 is too small"),
-    (["--samples", "x"], "--samples 'x' is not a number"),
+    (["--samples", "x"], "--samples 'x' is not a whole number"),
     (["--workers", "-1"], "--workers -1 is too small"),
     (["--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], "exclude each other"),
     (["--plot", "scan.txt"], "--plot 'scan.txt': file type '.txt'"),

@@ -8,44 +8,46 @@ HELP = ("scan NPU speed (k x the default NPU) and samples per replica: speedup o
         "reproduces each paper cell, crossovers")
 
 
-def _floats(text):
-    out = []
-    for part in str(text).split(","):
-        part = part.strip()
-        if part:
-            try:
-                out.append(float(part))
-            except ValueError:
-                raise ValueError(f"--samples {part!r} is not a number") from None
-    return out
+#: bounds: k scales the NPU (k = 1e4 is ~1e7 TFLOP/s, the largest --tflops); every k is one
+#: estimate per workload x fabric x samples (~0.5 s of CPU each): 100 points of the four
+#: workloads on five fabrics are 2,000 estimates
+K_LOW, K_HIGH = 1e-3, 1e4
+MAX_POINTS = 100
 
 
 def add_arguments(p):
-    from fred.commands.estimate import add_hardware_arguments
+    from fred.commands.estimate import MAX_MICROBATCHES, MAX_SAMPLES, _fabric, _workload, add_hardware_arguments
     from fred.jobs import add_runner_arguments
     from fred.model.scan import K_MAX, K_MIN, K_POINTS, PAPER_SAMPLES_PER_REPLICA
 
-    p.add_argument("--workload", "-w", action="append", metavar="NAME",
+    from .options import ListOption, choice, integer, number
+
+    p.add_argument("--workload", "-w", action=ListOption, item=choice("--workload", _workload), metavar="NAMES",
                    help="workload(s) (repeat or comma-separate; default all four)")
-    p.add_argument("--fabric", "-f", action="append", metavar="NAME",
+    p.add_argument("--fabric", "-f", action=ListOption, item=choice("--fabric", _fabric), metavar="NAMES",
                    help="fabric(s) (default mesh and Fred-A..D; the mesh is always simulated as the reference)")
     g = p.add_argument_group("scan axes")
-    g.add_argument("--k-min", type=float, default=K_MIN, metavar="K",
-                   help=f"smallest NPU speed, as a multiple of the default NPU (default {K_MIN:g})")
-    g.add_argument("--k-max", type=float, default=K_MAX, metavar="K", help=f"largest multiple (default {K_MAX:g})")
-    g.add_argument("--points", type=int, default=K_POINTS, metavar="N",
-                   help=f"log-spaced k values from --k-min to --k-max (default {K_POINTS})")
-    g.add_argument("--samples", action="append", metavar="N[,N...]",
-                   help=f"samples per DP replica, the second axis (default {PAPER_SAMPLES_PER_REPLICA:g}, the paper's)")
+    g.add_argument("--k-min", type=number("--k-min", K_LOW, K_HIGH), default=K_MIN, metavar="K",
+                   help=f"smallest NPU speed, as a multiple of the default NPU ({K_LOW:g}..{K_HIGH:g}, "
+                        f"default {K_MIN:g})")
+    g.add_argument("--k-max", type=number("--k-max", K_LOW, K_HIGH), default=K_MAX, metavar="K",
+                   help=f"largest multiple ({K_LOW:g}..{K_HIGH:g}, at least --k-min; default {K_MAX:g})")
+    g.add_argument("--points", type=integer("--points", 1, MAX_POINTS), default=K_POINTS, metavar="N",
+                   help=f"log-spaced k values from --k-min to --k-max (1..{MAX_POINTS}, default {K_POINTS})")
+    g.add_argument("--samples", action=ListOption, item=integer("--samples", 1, MAX_SAMPLES), metavar="N[,N...]",
+                   help=f"samples per DP replica, the second axis (1..{MAX_SAMPLES:,} each; default "
+                        f"{PAPER_SAMPLES_PER_REPLICA:g}, the paper's)")
     g.add_argument("--no-refine", action="store_true",
                    help="report the paper cells at grid resolution (no bisection between grid points)")
-    p.add_argument("--microbatches", "-m", type=int, metavar="N", help="microbatches per iteration (default: the workload's)")
+    p.add_argument("--microbatches", type=integer("--microbatches", 1, MAX_MICROBATCHES), metavar="N",
+                   help=f"microbatches per iteration (1..{MAX_MICROBATCHES} and at most the samples per replica; "
+                        f"default: the workload's)")
     p.add_argument("--mode", choices=("weight-stationary", "weight-streaming"), help="execution mode (default: the workload's)")
     add_hardware_arguments(p)
     add_runner_arguments(p)
     p.add_argument("--detail", action="store_true",
                    help="also print every point: iteration time, compute and exposed communication by kind")
-    p.add_argument("--json", action="store_true", help="one JSON object (kind fred-scan, schema_version 1)")
+    p.add_argument("--json", action="store_true", help="print JSON (README: JSON output)")
     p.add_argument("--plot", metavar="FILE.png", help="speedup vs k, one panel per workload, paper values marked")
 
 
@@ -186,20 +188,24 @@ def format_scan(r, run_info="", detail=False) -> str:
 # ---- run ---------------------------------------------------------------------------------------
 
 def run(args):
-    import json
     import time
 
-    from fred.commands.estimate import hardware_from_args
+    from fred.commands.estimate import check_microbatches, hardware_from_args
     from fred.jobs import runner_from_args
+    from fred.model.estimate import resolve_workloads
     from fred.model.scan import PAPER_SAMPLES_PER_REPLICA, k_grid, scan, to_json
 
     if args.plot:
         from fred.contract.outputs import check_output_path
         from fred.model.plots import PLOT_SUFFIXES
         check_output_path("--plot", args.plot, suffixes=PLOT_SUFFIXES)
+    if args.points > 1 and not args.k_max > args.k_min:
+        raise ValueError(f"--k-max {args.k_max:g} must be above --k-min {args.k_min:g} for {args.points} points")
     params, npu, gran = hardware_from_args(args)
     ks = k_grid(args.k_min, args.k_max, args.points)
-    samples = [x for t in (args.samples or []) for x in _floats(t)] or [PAPER_SAMPLES_PER_REPLICA]
+    samples = args.samples or [PAPER_SAMPLES_PER_REPLICA]
+    for s in samples:
+        check_microbatches(resolve_workloads(args.workload), args.microbatches, s)
     opts = dict(gran)
     if args.microbatches is not None:
         opts["microbatches"] = args.microbatches
@@ -216,9 +222,11 @@ def run(args):
         from fred.model.plots import plot_scan
         plot_scan(r, args.plot)
     if args.json:
+        from .jsonout import dumps
+
         doc = to_json(r)
         doc["run"] = {"executor": runner.describe(), "wall_s": round(wall, 1)}
-        print(json.dumps(doc, indent=1))
+        print(dumps(doc))
     else:
         print(format_scan(r, run_info, args.detail), end="")
         if args.plot:
