@@ -165,11 +165,19 @@ def estimate_table(workloads=None, fabrics=None, strategy=None, progress=None, *
             if progress is not None:
                 progress(f"{wn} on {f}")
             cells[f] = estimate(wn, f, strategy, **kw)
-        base = cells["mesh"].iteration_time
-        for f in fl:
-            e = cells[f]
-            e.speedup = base / e.iteration_time if e.iteration_time > 0 else None
-            rows.append(e)
+        rows += speedup_rows(cells, fl)
+    return rows
+
+
+def speedup_rows(cells: dict, fabrics) -> list:
+    """The estimates of ``fabrics`` from ``cells`` (fabric -> estimate, the mesh included), each
+    with its ``speedup`` over the mesh set (None for a zero iteration time)."""
+    base = cells["mesh"].iteration_time
+    rows = []
+    for f in fabrics:
+        e = cells[f]
+        e.speedup = base / e.iteration_time if e.iteration_time > 0 else None
+        rows.append(e)
     return rows
 
 

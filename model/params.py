@@ -8,7 +8,7 @@ that belong to one mechanism live with it and are imported here:
 
 Sources:
 
-* ``FRED-SPEC §N`` -- the project's fact sheet (/work/shared/FRED-SPEC.md), i.e. the paper;
+* ``FRED-SPEC §N`` -- the project's fact sheet (``../shared/FRED-SPEC.md`` beside the checkout), i.e. the paper;
 * ``ours`` -- the paper is silent and this project decides (documented in docs/network.md).
 
 Units: bytes, seconds, bytes/second, hertz. ``GB = 1e9`` and ``TB = 1e12`` bytes (decimal),

@@ -81,6 +81,7 @@ from dataclasses import asdict, dataclass, field
 from fred import FredError
 
 from .astra_trace import Trace, load_trace
+from .estimate import speedup_rows
 from .parallel_groups import format_strategy, groups, parse_strategy
 from .params import canonical_fabric, default_params
 from .schedule import _analyse, _Graph
@@ -356,11 +357,7 @@ def trace_table(paths, fabrics=None, strategy=None, clock_ghz=DEFAULT_CLOCK_GHZ,
         tr = load_trace(path, header=header)
         cells = {f: estimate_trace(path, f, strategy, clock, params=params, trace=tr)
                  for f in ["mesh"] + [x for x in fl if x != "mesh"]}
-        base = cells["mesh"].iteration_time
-        for f in fl:
-            e = cells[f]
-            e.speedup = base / e.iteration_time if e.iteration_time > 0 else None
-            rows.append(e)
+        rows += speedup_rows(cells, fl)
     return rows
 
 
