@@ -34,6 +34,7 @@ import sys
 import time
 from pathlib import Path
 
+from fred.contract.packet import HEADER_BITS
 from fred.contract.timing import KIND, SCHEMA_VERSION, summarize
 from fred.hdl.adders import adder_latency
 from fred.hdl.area import synth_area, yosys_version
@@ -230,6 +231,10 @@ def _switch_params(cfg):
     if cfg["switch_ports"] is None:
         cfg["switch_ports"] = max(cfg["chiplets"])
     ms.check_params(cfg["switch_ports"], cfg["switch_packet_flits"])
+    flit_bits = cfg["lanes"] * get_dtype(cfg["dtype"]).width
+    if flit_bits < HEADER_BITS:
+        raise ValueError(f"lanes {cfg['lanes']} x {cfg['dtype']} is a {flit_bits}-bit flit, smaller than "
+                         f"the switch's {HEADER_BITS}-bit header; use more lanes (or no switch measurement)")
     n = cfg["switch_preemptions"]
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"switch preemption samples {n!r} must be a positive integer")

@@ -130,3 +130,17 @@ def test_characterize_bad_input(tmp_path, capsys, argv, needle):
     assert err.startswith("fred: error:") and len(err.splitlines()) == 1
     assert needle in err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_switch_flit_narrower_than_header_refused_before_any_bench(monkeypatch):
+    """1 x int32 = a 32-bit flit cannot carry the 48-bit header: refused up front, not after the
+    cell and fabric benches have run."""
+    import fred.sim.characterize as ch
+
+    def no_bench(*a, **k):
+        raise AssertionError("a bench ran before the parameters were checked")
+
+    monkeypatch.setattr(ch, "_cell_figures", no_bench)
+    monkeypatch.setattr(ch, "_fabric_figures", no_bench)
+    with pytest.raises(ValueError, match=r"lanes 1 x int32 is a 32-bit flit.*48-bit header"):
+        ch.characterize(lanes=1, dtype="int32", progress=False)
