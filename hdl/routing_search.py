@@ -104,22 +104,7 @@ class PathCSP:
                                 self.level[b][a] = d
 
     def components(self, vs):
-        vs = set(vs)
-        seen, comps = set(), []
-        for v in sorted(vs):
-            if v in seen:
-                continue
-            comp, stack = [], [v]
-            seen.add(v)
-            while stack:
-                u = stack.pop()
-                comp.append(u)
-                for w in self.level[u]:
-                    if w in vs and w not in seen:
-                        seen.add(w)
-                        stack.append(w)
-            comps.append(sorted(comp))
-        return comps
+        return self.components_at(vs, None)
 
     def solve(self, vs, Dt=None):
         """Assignment {flow: path int} for the flows ``vs`` using levels < Dt, or None."""
@@ -133,9 +118,9 @@ class PathCSP:
         return out
 
     def components_at(self, vs, Dt):
-        if Dt == self.D:
-            return self.components(vs)
-        # restricted to levels < Dt
+        """Connected components of the conflict graph on ``vs`` (sorted lists), counting only
+        conflicts at levels < ``Dt`` (``None`` or ``self.D``: every level)."""
+        limit = None if Dt is None or Dt == self.D else Dt
         vs = set(vs)
         seen, comps = set(), []
         for v in sorted(vs):
@@ -147,7 +132,7 @@ class PathCSP:
                 u = stack.pop()
                 comp.append(u)
                 for w, lv in self.level[u].items():
-                    if lv < Dt and w in vs and w not in seen:
+                    if (limit is None or lv < limit) and w in vs and w not in seen:
                         seen.add(w)
                         stack.append(w)
             comps.append(sorted(comp))
