@@ -85,10 +85,6 @@ class _Engine:
         self.events = 0
         self.dirty = True                           # the active flows changed: re-solve rates
         self.slot = np.empty(N, dtype=np.int64)
-        self.pos = np.empty(N, dtype=np.int64)      # task id -> index in the active arrays
-        self.gone = np.zeros(N, dtype=bool)         # flow has sent its last byte
-        self.ent_task = np.zeros(0, dtype=np.int64) # (flow, link) incidence of the active flows
-        self.ent_link = np.zeros(0, dtype=np.int64)
         self.pending = np.flatnonzero(self.indeg == 0)   # ready to start now
         self.done_now = np.zeros(0, dtype=np.int64)      # completing now
 
@@ -121,6 +117,11 @@ class _Engine:
             self.sw_a = np.where(topo.is_switch[topo.link_src], topo.link_src, -1).astype(np.int64)
             self.sw_b = np.where(topo.is_switch[topo.link_dst], topo.link_dst, -1).astype(np.int64)
             self.t_pre, self.t_resume = self.timing.preemption_delay_s, self.timing.resume_delay_s
+        # the rate solver's memory: (path, class) key per task, rates per sorted key multiset
+        pmin = int(self.prio.min()) if self.prio.size else 0
+        span = (int(self.prio.max()) - pmin + 1) if self.prio.size else 1
+        self.rkey = self.path * span + (self.prio.astype(np.int64) - pmin)
+        self.rate_cache = {}
         self.xlat = np.zeros(self.N)                # latency added by preemptions, per task
         self.fresh = np.zeros(self.N, dtype=bool)   # flow started since the last rate solve
         self.n_pre = self.n_res = 0
@@ -152,9 +153,6 @@ class _Engine:
             self.act = np.concatenate([self.act, fl])
             self.rem = np.concatenate([self.rem, self.nbytes[fl]])
             self.rate = np.concatenate([self.rate, np.zeros(fl.size)])
-            lk, ow = _gather(self.p_ptr, self.p_flat, self.path[fl])
-            self.ent_task = np.concatenate([self.ent_task, fl[ow]])
-            self.ent_link = np.concatenate([self.ent_link, lk])
             self.fresh[fl] = True
             self.dirty = True
         if ti.size:
@@ -198,23 +196,39 @@ class _Engine:
 
     # ---- rates -------------------------------------------------------------------------------
     def _solve_rates(self):
+        """Rates of the active flows. They depend only on the multiset of (path, priority) of
+        the active flows (flows with the same path and class get the same rate), so the solve
+        runs on the flows sorted by that key -- the result is the same whatever order the flows
+        became active in -- and is remembered per multiset: collectives repeat the same set of
+        flows step after step, layer after layer."""
         act = self.act
-        self.pos[act] = np.arange(act.size)
-        owner = self.pos[self.ent_task]
-        links = self.ent_link
-        flow_cap = self.p_cap[self.path[act]]
         if self.arb:
-            pa = self.prio[act]
             isnew = self.fresh[act]
             if isnew.any():
-                self._charge_preemptions(owner, links, pa, isnew)
+                links, owner = _gather(self.p_ptr, self.p_flat, self.path[act])
+                self._charge_preemptions(owner, links, self.prio[act], isnew)
                 self.fresh[act] = False
-            self.rate = priority_rates(owner, links, act.size, self.cap_link, flow_cap, pa,
-                                       sw=(self.sw_a, self.sw_b, self.n_nodes))
-        elif self.multi_prio:
-            self.rate = priority_rates(owner, links, act.size, self.cap_link, flow_cap, self.prio[act])
-        else:
-            self.rate = maxmin_rates(owner, links, act.size, self.cap_link, flow_cap)
+        key = self.rkey[act]
+        order = np.argsort(key, kind="stable")
+        skey = key[order]
+        tag = skey.tobytes()
+        rate = self.rate_cache.get(tag)
+        if rate is None:
+            rate = self._solve_sorted(act[order])
+            self.rate_cache[tag] = rate
+        self.rate = np.empty(act.size)
+        self.rate[order] = rate
+
+    def _solve_sorted(self, act):
+        """Rates of the flows ``act`` (in this order)."""
+        lk, ow = _gather(self.p_ptr, self.p_flat, self.path[act])
+        flow_cap = self.p_cap[self.path[act]]
+        if self.arb:
+            return priority_rates(ow, lk, act.size, self.cap_link, flow_cap, self.prio[act],
+                                  sw=(self.sw_a, self.sw_b, self.n_nodes))
+        if self.multi_prio:
+            return priority_rates(ow, lk, act.size, self.cap_link, flow_cap, self.prio[act])
+        return maxmin_rates(ow, lk, act.size, self.cap_link, flow_cap)
 
     def _charge_preemptions(self, owner, links, pa, isnew):
         """A new flow meets a lower class holding the fabric of a switch on its route: it
@@ -270,9 +284,6 @@ class _Engine:
         fl = self.act[fin]
         keep = ~fin
         self.act, self.rem, self.rate = self.act[keep], self.rem[keep], self.rate[keep]
-        self.gone[fl] = True
-        ke = ~self.gone[self.ent_task]
-        self.ent_task, self.ent_link = self.ent_task[ke], self.ent_link[ke]
         self.dirty = True
         lat = self.p_lat[self.path[fl]] + self.xlat[fl]
         z = lat <= 0

@@ -91,6 +91,19 @@ class _Grow:
 
 
 @dataclass(frozen=True)
+class _Block:
+    """Tasks and edges recorded by :meth:`TaskGraph.record` (edge ends relative to the block's
+    first task; -1: the anchor)."""
+
+    kind: np.ndarray
+    dur: np.ndarray
+    nbytes: np.ndarray
+    path: np.ndarray
+    pred: np.ndarray
+    succ: np.ndarray
+
+
+@dataclass(frozen=True)
 class TaskArrays:
     """A task graph as flat arrays, indexed by TaskId (tasks) or path id (paths)."""
 
@@ -246,6 +259,33 @@ class TaskGraph:
         if pred.size:
             self._pred.extend(pred)
             self._succ.extend(succ)
+
+    def record(self, anchor: int, first_edge: int) -> "_Block":
+        """The tasks added after task ``anchor`` and the edges from edge number ``first_edge``
+        on, as a block :meth:`replay` can add again (edges from ``anchor`` or inside the block
+        only; every task of one label and priority)."""
+        lo, hi = anchor + 1, self._kind.n
+        pred, succ = self.edges(first_edge)
+        if (pred < anchor).any() or (succ <= anchor).any():  # pragma: no cover - guarded by callers
+            raise ValueError("a recorded block depends on a task outside it")
+        return _Block(self._kind.view()[lo:hi].copy(), self._dur.view()[lo:hi].copy(),
+                      self._bytes.view()[lo:hi].copy(), self._path.view()[lo:hi].copy(),
+                      pred - lo, succ - lo)
+
+    def replay(self, block: "_Block", anchor: int, label_id: int) -> int:
+        """Add ``block`` again after task ``anchor`` (which stands for the recorded anchor), with
+        label ``label_id`` and the current priority; returns the TaskId of its last task."""
+        k = block.kind.size
+        lo = self._new(FLOW, 0.0, 0.0, -1, label_id, k=k)   # reserve k tasks, then fill them in
+        self._kind.a[lo: lo + k] = block.kind
+        self._dur.a[lo: lo + k] = block.dur
+        self._bytes.a[lo: lo + k] = block.nbytes
+        self._path.a[lo: lo + k] = block.path
+        pred = block.pred + lo
+        pred[block.pred < 0] = anchor
+        self._pred.extend(pred)
+        self._succ.extend(block.succ + lo)
+        return lo + k - 1
 
     def add_flows(self, paths, nbytes, label_id) -> np.ndarray:
         """Flows of ``nbytes`` (one value or one per flow) on path ids ``paths``; their TaskIds."""
