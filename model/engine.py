@@ -51,6 +51,17 @@ def _gather(ptr, flat, ids):
     return flat[lo[owner] + off], owner
 
 
+def _extreme_per_node(n_nodes, nodes, classes, levels, lowest):
+    """Per node, the lowest (or highest) of ``classes`` at it (entries ``nodes[i]``,
+    ``classes[i]``); nodes with none: the int64 maximum (or minimum). ``levels``: every class
+    there may be, ascending -- a few, so one assignment per class beats ``np.minimum.at``."""
+    info = np.iinfo(np.int64)
+    out = np.full(n_nodes, info.max if lowest else info.min)
+    for lv in (levels[::-1] if lowest else levels):   # the last write wins
+        out[nodes[classes == lv]] = lv
+    return out
+
+
 class _Engine:
     """The state of one run: the graph as arrays, then per task its start/finish and the
     active flows (``act``, remaining bytes ``rem``, ``rate``) with their (flow, link) incidence,
@@ -117,6 +128,14 @@ class _Engine:
             self.sw_a = np.where(topo.is_switch[topo.link_src], topo.link_src, -1).astype(np.int64)
             self.sw_b = np.where(topo.is_switch[topo.link_dst], topo.link_dst, -1).astype(np.int64)
             self.t_pre, self.t_resume = self.timing.preemption_delay_s, self.timing.resume_delay_s
+            self.levels = np.unique(self.prio).astype(np.int64)
+            # per path, the switches on it (CSR): where its flows meet other classes
+            pid = np.repeat(np.arange(self.P, dtype=np.int64), self.p_len)
+            ends = np.concatenate([self.sw_a[self.p_flat], self.sw_b[self.p_flat]])
+            key = np.unique(np.tile(pid, 2)[ends >= 0] * self.n_nodes + ends[ends >= 0])
+            self.q_flat = key % self.n_nodes
+            self.q_ptr = np.zeros(self.P + 1, dtype=np.int64)
+            np.cumsum(np.bincount(key // self.n_nodes, minlength=self.P), out=self.q_ptr[1:])
         # the rate solver's memory: (path, class) key per task, rates per sorted key multiset
         pmin = int(self.prio.min()) if self.prio.size else 0
         span = (int(self.prio.max()) - pmin + 1) if self.prio.size else 1
@@ -128,6 +147,10 @@ class _Engine:
 
     # ---- the loop ----------------------------------------------------------------------------
     def simulate(self):
+        with np.errstate(divide="ignore", invalid="ignore"):   # a starved flow: rem / 0 = inf
+            self._loop()
+
+    def _loop(self):
         while True:
             self._cascade()
             if self.act.size == 0 and self.tim.size == 0:
@@ -205,8 +228,8 @@ class _Engine:
         if self.arb:
             isnew = self.fresh[act]
             if isnew.any():
-                links, owner = _gather(self.p_ptr, self.p_flat, self.path[act])
-                self._charge_preemptions(owner, links, self.prio[act], isnew)
+                sn, so = _gather(self.q_ptr, self.q_flat, self.path[act])
+                self._charge_preemptions(sn, so, self.prio[act], isnew)
                 self.fresh[act] = False
         key = self.rkey[act]
         order = np.argsort(key, kind="stable")
@@ -230,23 +253,20 @@ class _Engine:
             return priority_rates(ow, lk, act.size, self.cap_link, flow_cap, self.prio[act])
         return maxmin_rates(ow, lk, act.size, self.cap_link, flow_cap)
 
-    def _charge_preemptions(self, owner, links, pa, isnew):
+    def _charge_preemptions(self, sn, so, pa, isnew):
         """A new flow meets a lower class holding the fabric of a switch on its route: it
         preempts (pays the measured preemption latency), and every flow it interrupts there pays
-        a phase switch to get the fabric back."""
+        a phase switch to get the fabric back. ``sn[i]``: a switch on the route of active flow
+        ``so[i]``; ``pa``: the active flows' classes; ``isnew``: started since the last solve."""
         n_nodes = self.n_nodes
-        ea, eb = self.sw_a[links], self.sw_b[links]
-        sn = np.concatenate([ea[ea >= 0], eb[eb >= 0]])
-        so = np.concatenate([owner[ea >= 0], owner[eb >= 0]])
         run_e = (~isnew & (self.rate > 0))[so]
         new_e = isnew[so]
-        minp = np.full(n_nodes, np.iinfo(np.int64).max)
-        np.minimum.at(minp, sn[run_e], pa[so[run_e]])
-        pre = np.unique(so[new_e & (minp[sn] < pa[so])])
+        pe = pa[so]
+        minp = _extreme_per_node(n_nodes, sn[run_e], pe[run_e], self.levels, lowest=True)
+        pre = np.unique(so[new_e & (minp[sn] < pe)])
         if pre.size:
-            maxp = np.full(n_nodes, np.iinfo(np.int64).min)
-            np.maximum.at(maxp, sn[new_e], pa[so[new_e]])
-            vic = np.unique(so[run_e & (maxp[sn] > pa[so])])
+            maxp = _extreme_per_node(n_nodes, sn[new_e], pe[new_e], self.levels, lowest=False)
+            vic = np.unique(so[run_e & (maxp[sn] > pe)])
             self.xlat[self.act[pre]] += self.t_pre
             self.xlat[self.act[vic]] += self.t_resume
             self.n_pre += int(pre.size)
@@ -256,8 +276,7 @@ class _Engine:
     def _advance(self):
         """Move to the next event: flows that send their last byte then, timers due then."""
         if self.act.size:
-            with np.errstate(divide="ignore"):
-                tf = self.rem / self.rate          # a starved low-priority flow: inf
+            tf = self.rem / self.rate              # a starved low-priority flow: inf
             dtf = tf.min()
         else:
             tf = None

@@ -55,12 +55,13 @@ def _direct_solve(self):
     """The rate solve without the engine's memory or its canonical order: every active flow in
     the order it became active, solved afresh each time."""
     act = self.act
-    links, owner = engine._gather(self.p_ptr, self.p_flat, self.path[act])
     if self.arb:
         isnew = self.fresh[act]
         if isnew.any():
-            self._charge_preemptions(owner, links, self.prio[act], isnew)
+            sn, so = engine._gather(self.q_ptr, self.q_flat, self.path[act])
+            self._charge_preemptions(sn, so, self.prio[act], isnew)
             self.fresh[act] = False
+    links, owner = engine._gather(self.p_ptr, self.p_flat, self.path[act])
     cap = self.p_cap[self.path[act]]
     if self.arb:
         self.rate = engine.priority_rates(owner, links, act.size, self.cap_link, cap, self.prio[act],
