@@ -67,7 +67,7 @@ is derived from the header:
 * On FRED fabrics MP traffic runs on the MP virtual channel and DP traffic on the DP one
   (priorities of :data:`fred.model.params.VC_PRIORITY`); DLRM's all-to-alls count as MP.
 
-The breakdown is the critical path of :func:`fred.model.schedule._analyse` (compute + exposed
+The breakdown is the critical path of :func:`fred.model.schedule_analysis.analyse` (compute + exposed
 MP + exposed DP = iteration time; update delays count towards their collective's kind).
 No coarsening: every layer's three compute entries and its collectives are separate tasks.
 """
@@ -84,7 +84,8 @@ from .astra_trace import Trace, load_trace
 from .estimate import speedup_rows
 from .parallel_groups import format_strategy, groups, parse_strategy
 from .params import canonical_fabric, default_params
-from .schedule import _analyse, _Graph
+from .schedule_analysis import analyse
+from .schedule_graph import ScheduleGraph
 
 DEFAULT_CLOCK_GHZ = 1.0
 #: ASTRA-sim comm type -> collective of fred.model.collective_algorithms.OPS
@@ -322,13 +323,13 @@ def estimate_trace(path, fabric, strategy=None, clock_ghz=DEFAULT_CLOCK_GHZ, hea
     plan = _plan(tr, abc, placement, p.npus)
     topo = build_fabric(fab, p)
     sim = Sim(topo)
-    g = _Graph(sim)
+    g = ScheduleGraph(sim)
     t0 = time.perf_counter()
     _build(g, tr, plan, clock * 1e9)
     res = sim.run()
     wall = time.perf_counter() - t0
     notes = _ignored_notes(tr, plan)
-    r = _analyse(g, res, abc, notes)
+    r = analyse(g, res, abc, notes)
     exposed = {k: float(r.exposed.get(k, 0.0)) for k in TRACE_KINDS[1:]}
     busy = {k: float(r.comm_busy.get(k, 0.0)) for k in TRACE_KINDS[1:]}
     src = str(getattr(res, "timing_source", "") or getattr(getattr(topo, "timing", None), "source", "")

@@ -16,7 +16,7 @@ from fred.model.collectives import collective_time, io_rate_bound, io_tree_load
 from fred.model.estimate import estimate
 from fred.model.parallel_groups import all_strategies, format_strategy, groups, parse_strategy
 from fred.model.params import default_params
-from fred.model.schedule import _units
+from fred.model.schedule_layout import streaming_units
 from fred.model.workload import load_workload, sweep_microbatches
 
 W = "transformer-1t"
@@ -36,7 +36,7 @@ def _drain(strategy):
     p = default_params()
     c = parse_strategy(strategy)[2]
     w = load_workload(W)
-    units = _units(w)
+    units = streaming_units(w)
     biggest = max(sum(l.params for u in units[i:i + c] for l in u) for i in range(0, len(units), c))
     return biggest * w.dtype_bytes / (p.io_count * p.io_bw * p.link_efficiency)
 
