@@ -158,6 +158,35 @@ def build_and_run(workload, topo, strategy=None, *, npu=None, microbatches=None,
     ``selective``, ``recompute``, ``offload``, ``selective+offload``, ``recompute+offload``.
     A configuration the policy cannot fit into HBM raises :class:`~fred.FredError`."""
     npu = npu or C.default_npu()
+    abc, mode, m, B = _check_run(workload, topo, strategy, microbatches, samples_per_replica, mode, granularity)
+    policy = M.check_policy(memory)
+    run = _Run(workload, topo, abc, mode, B, npu, plan_layout(workload, abc, mode, npu, granularity, stream_steps),
+               sim_factory)
+    before = memory_plan(workload, abc, run.layout, M.POLICIES["none"], m, B, npu)
+    pols = list(M.POLICIES.values()) if policy == "auto" else [M.POLICIES[policy]]
+    considered = [run.smallest_fit(pol, m) for pol in pols]
+    cands = _candidates(considered)
+    if not cands:
+        a, b, c = abc
+        raise M.refusal(workload.name, f"MP({a})-DP({b})-PP({c})", mode, npu.hbm_capacity, considered, m)
+    # cheapest by simulation; a candidate whose lower bound (its compute, its offload I/O) is
+    # not below the best simulated iteration is not simulated
+    io_bw = io_bandwidth(topo)
+    bound = {id(p): lower_bound(workload, abc, run.lay(p.policy), p, B, npu, io_bw) for p in cands}
+    cands.sort(key=lambda p: bound[id(p)])
+    results = []
+    for plan in cands:
+        if results and bound[id(plan)] >= min(r.iteration_time for _, r in results):
+            continue
+        results.append((plan, run.simulate(plan)))
+    plan, out = min(results, key=lambda pr: pr[1].iteration_time)   # ties: the first (fewest mechanisms)
+    out.sim_seconds = sum(r.sim_seconds for _, r in results)
+    _record_memory(out, plan, before, considered, results, m)
+    return out
+
+
+def _check_run(workload, topo, strategy, microbatches, samples_per_replica, mode, granularity):
+    """The checked (MP, DP, PP), mode, microbatch count and samples per replica of a run."""
     abc = parse_strategy(strategy or workload.strategy)
     a, b, c = abc
     n = getattr(topo, "npus", None)
@@ -175,62 +204,57 @@ def build_and_run(workload, topo, strategy=None, *, npu=None, microbatches=None,
         raise FredError(f"PP({c}) exceeds the {len(workload.layers)} layers of {workload.name}")
     if not granularity or granularity < 1:
         raise FredError(f"granularity must be >= 1, got {granularity!r}")
-    policy = M.check_policy(memory)
-    layout = plan_layout(workload, abc, mode, npu, granularity, stream_steps)
-    off_layout = offload_layout(layout)
-    lay = lambda pol: off_layout if pol.offload else layout
-    label = f"MP({a})-DP({b})-PP({c})"
-    before = memory_plan(workload, abc, layout, M.POLICIES["none"], m, B, npu)
+    return abc, mode, m, B
 
-    def smallest_fit(pol):
+
+class _Run:
+    """One workload, strategy and topology: the memory plan of a policy, and the simulation of a
+    plan."""
+
+    def __init__(self, workload, topo, abc, mode, B, npu, layout, sim_factory):
+        self.workload, self.topo, self.abc, self.mode, self.B, self.npu = workload, topo, abc, mode, B, npu
+        self.layout, self.off_layout = layout, offload_layout(layout)
+        self.sim_factory = sim_factory or Sim
+
+    def lay(self, pol):
+        """The layout simulated under memory policy ``pol`` (offloading has its own)."""
+        return self.off_layout if pol.offload else self.layout
+
+    def smallest_fit(self, pol, m):
         """``pol``'s plan at the smallest microbatch count >= m that fits (doubling, down to one
         sample per microbatch), else its least-needing plan (not fitting)."""
         mm, tried = m, []
         while True:
-            p = memory_plan(workload, abc, lay(pol), pol, mm, B, npu)
+            p = memory_plan(self.workload, self.abc, self.lay(pol), pol, mm, self.B, self.npu)
             tried.append(p)
             if p.fits:
                 return p
-            nxt = min(2 * mm, max(mm, int(B)))
+            nxt = min(2 * mm, max(mm, int(self.B)))
             if nxt <= mm:
                 return min(tried, key=lambda x: x.need)
             mm = nxt
 
-    pols = list(M.POLICIES.values()) if policy == "auto" else [M.POLICIES[policy]]
-    considered = [smallest_fit(pol) for pol in pols]
-    cands = _candidates(considered)
-    if not cands:
-        raise M.refusal(workload.name, label, mode, npu.hbm_capacity, considered, m)
-    # cheapest by simulation; a candidate whose lower bound (its compute, its offload I/O) is
-    # not below the best simulated iteration is not simulated
-    io_bw = io_bandwidth(topo)
-    bound = {id(p): lower_bound(workload, abc, lay(p.policy), p, B, npu, io_bw) for p in cands}
-    cands.sort(key=lambda p: bound[id(p)])
-    def simulate(plan):
-        sim = (sim_factory or Sim)(topo)
+    def simulate(self, plan) -> ScheduleResult:
+        """Build the iteration under memory plan ``plan``, simulate it and analyse the run."""
+        topo, B = self.topo, self.B
+        sim = self.sim_factory(topo)
         g = ScheduleGraph(sim)
         notes = []
         t0 = time.perf_counter()
         mb = B / plan.microbatches
-        if mode == "weight-stationary":
-            build_stationary(g, workload, abc, plan.microbatches, mb, B, npu, lay(plan.policy), plan)
-        else:
-            build_streaming(g, workload, abc, plan.microbatches, mb, B, npu, lay(plan.policy), plan)
+        build = build_stationary if self.mode == "weight-stationary" else build_streaming
+        build(g, self.workload, self.abc, plan.microbatches, mb, B, self.npu, self.lay(plan.policy), plan)
         res = sim.run()
-        out = analyse(g, res, abc, notes)
+        out = analyse(g, res, self.abc, notes)
         out.sim_seconds = time.perf_counter() - t0
         out.preemptions = int(getattr(res, "preemptions", 0))
         out.timing_source = str(getattr(res, "timing_source", "") or getattr(getattr(topo, "timing", None), "source", ""))
         out.recompute_busy = max(g.rec.values(), default=0.0)
         return out
 
-    results = []
-    for plan in cands:
-        if results and bound[id(plan)] >= min(r.iteration_time for _, r in results):
-            continue
-        results.append((plan, simulate(plan)))
-    plan, out = min(results, key=lambda pr: pr[1].iteration_time)   # ties: the first (fewest mechanisms)
-    out.sim_seconds = sum(r.sim_seconds for _, r in results)
+
+def _record_memory(out, plan, before, considered, results, m):
+    """Write the chosen memory plan, and every plan considered, into the result ``out``."""
     sims = {id(p): r.iteration_time for p, r in results}
     out.microbatches = plan.microbatches
     out.memory_policy = plan.policy.name
@@ -245,7 +269,6 @@ def build_and_run(workload, topo, strategy=None, *, npu=None, microbatches=None,
         split = (f", microbatches {m} -> {plan.microbatches}" if plan.microbatches != m else "")
         out.notes.append(f"memory: {why}; {plan.policy.description}{split}: {plan.need / 1e9:.0f} GB/NPU"
                          + (f", {plan.offloaded / 1e9:.0f} GB/NPU offloaded" if plan.offloaded else ""))
-    return out
 
 
 __all__ = ["KINDS", "DEFAULT_GRANULARITY", "DEFAULT_STREAM_STEPS", "STREAM_BUFFERS", "ScheduleResult",
