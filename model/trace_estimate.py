@@ -81,11 +81,13 @@ from dataclasses import asdict, dataclass, field
 from fred import FredError
 
 from .astra_trace import Trace, load_trace
-from .estimate import speedup_rows
+from .estimate import resolve_fabrics, speedup_rows
+from .flowsim import Sim
 from .parallel_groups import format_strategy, groups, parse_strategy
 from .params import canonical_fabric, default_params
 from .schedule_analysis import analyse
 from .schedule_graph import ScheduleGraph
+from .topology import build_fabric
 
 DEFAULT_CLOCK_GHZ = 1.0
 #: ASTRA-sim comm type -> collective of fred.model.collective_algorithms.OPS
@@ -312,9 +314,6 @@ def estimate_trace(path, fabric, strategy=None, clock_ghz=DEFAULT_CLOCK_GHZ, hea
     ``clock_ghz``: the clock of the trace's cycle counts; ``header``: for files without one
     (:func:`fred.model.astra_trace.load_trace`); ``params``: :class:`fred.model.params.WaferParams`
     (network; the NPU compute model does not apply); ``trace``: an already parsed trace."""
-    from .flowsim import Sim
-    from .topology import build_fabric
-
     clock = _check_clock(clock_ghz)
     tr = trace if trace is not None else load_trace(path, header=header)
     p = params or default_params()
@@ -347,8 +346,6 @@ def trace_table(paths, fabrics=None, strategy=None, clock_ghz=DEFAULT_CLOCK_GHZ,
     """Every trace x fabric; ``speedup`` = mesh iteration time / fabric iteration time (the mesh
     is simulated as the reference even if not listed). ``paths``: one path or a list; ``header``
     (for files without one) and ``strategy`` apply to every path."""
-    from .estimate import resolve_fabrics
-
     if isinstance(paths, (str, bytes)) or not hasattr(paths, "__iter__"):
         paths = [paths]
     fl = resolve_fabrics(fabrics)

@@ -81,18 +81,21 @@ def test_strict_priority_only_delays_the_dp_vc_stream_by_mp_time(monkeypatch):
     """The weight stream rides the DP VC: under FRED's one-phase-at-a-time switches it waits
     while MP holds a switch, so it is never faster than without arbitration, and it loses at
     most the time MP is busy."""
-    import fred.model.topology as T
+    import fred.model.estimate as E
 
     on = _run("fred-d", "MP(20)-DP(1)-PP(1)")
-    build = T.build_fabric
+    build = E.build_fabric
+    calls = []
 
     def no_arbitration(*a, **k):
         t = build(*a, **k)
         t.fred_switches = False
+        calls.append(a)
         return t
 
-    monkeypatch.setattr(T, "build_fabric", no_arbitration)
+    monkeypatch.setattr(E, "build_fabric", no_arbitration)
     off = _run("fred-d", "MP(20)-DP(1)-PP(1)")
+    assert calls, "the estimate did not build its fabric through fred.model.estimate.build_fabric"
     assert on.exposed["stream"] >= off.exposed["stream"] - 1e-9
     assert on.exposed["stream"] - off.exposed["stream"] <= on.comm_busy["mp"]
     assert on.comm_busy["stream"] >= off.comm_busy["stream"] - 1e-9
