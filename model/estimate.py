@@ -23,6 +23,7 @@ from .params import canonical_fabric, default_params
 from .parallel_groups import format_strategy, parse_strategy
 from .memory import DEFAULT_POLICY
 from .schedule import DEFAULT_GRANULARITY, DEFAULT_STREAM_STEPS, KINDS, build_and_run
+from .topology import build_fabric
 from .workload import list_workloads, load_workload
 
 FABRIC_ORDER = ("mesh", "fred-a", "fred-b", "fred-c", "fred-d")
@@ -95,8 +96,6 @@ def estimate(workload, fabric, strategy=None, *, params=None, npu=None, microbat
     ``memory`` is the memory policy (:mod:`fred.model.memory`; default ``auto``: the cheapest
     that fits). A configuration that fits under no allowed policy raises :class:`~fred.FredError`.
     A wrong type raises ``TypeError``, a value out of range ``ValueError`` (fred.contract.checks)."""
-    from .topology import build_fabric
-
     if microbatches is not None:
         check_int("microbatches", microbatches, 1)
     if samples_per_replica is not None:

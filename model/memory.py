@@ -6,7 +6,7 @@ What one NPU holds during an iteration (bytes; the busiest pipeline stage counts
   (16 B/param in total, 2 B replicated, 14 B / DP; :data:`fred.model.compute.MODEL_STATE_BYTES_PER_PARAM`);
   weight-streaming: three shards of the largest streamed unit (the weights in use, the next
   unit's arriving, and the gradients of the unit in backward, which drain out to the I/O while
-  the next unit computes; :data:`fred.model.schedule.STREAM_BUFFERS`);
+  the next unit computes; :data:`fred.model.schedule_memory.STREAM_BUFFERS`);
 * **stored activations** -- what the backward pass needs, for every microbatch in flight (GPipe:
   all of them), per :func:`saved_bytes` at the policy's recomputation level;
 * **transient** -- what one unit (a transformer layer, or one layer elsewhere) materialises for

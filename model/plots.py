@@ -5,9 +5,13 @@ folder, then renamed), so a reader never sees half a PNG."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from fred.contract.outputs import atomic_output
+
+from .params import variant
+from .scan import PAPER_BAND
 
 #: file types a plot can be written as (matplotlib's Agg canvas, with Pillow for jpg/tif/webp)
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff",
@@ -21,6 +25,7 @@ KIND_COLOR = {"compute": "#4c72b0", "input": "#8c8c8c", "dp": "#dd8452", "mp": "
 
 
 def _plt():
+    # lazy: matplotlib takes ~0.5 s to import and only a run with --plot needs it
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -58,8 +63,6 @@ def plot_breakdown(rows, path, title="Training iteration vs the mesh (paper Fig.
     with the model's speedup above each bar and the paper's (FRED-SPEC §7) as a black tick at
     1 / paper speedup. Bottom: exposed communication per kind in ms on a log axis, so that the
     slices too thin to see on top still show."""
-    from .params import variant
-
     plt = _plt()
     workloads = _workloads(rows)
     fig, (ax, lx) = plt.subplots(2, 1, sharex=True, figsize=(min(12.0, 3.0 + 0.45 * len(rows)), 6.6),
@@ -130,9 +133,7 @@ def plot_sweep(results, path, title=None, footnote=None):
     """Per strategy: stacked compute + exposed communication per sample, one bar per fabric (left
     to right as listed, the first one light), normalised to the slowest bar of the plot; the last
     fabric's speedup over the mesh above its bar."""
-    from matplotlib.patches import Patch
-
-    from .params import variant
+    from matplotlib.patches import Patch   # lazy: matplotlib only when plotting (see _plt)
 
     plt = _plt()
     strategies, fabrics = [], []
@@ -198,11 +199,6 @@ def plot_scan(r, path, title="Speedup over the mesh vs NPU speed", footnote=None
     the paper's value (FRED-SPEC §7) as a dotted line with its +-10% band, and a star where the
     scan reproduces it (a hollow marker at the right edge where it does not). One line style per
     samples-per-replica value."""
-    import math
-
-    from .params import variant
-    from .scan import PAPER_BAND
-
     plt = _plt()
     n = len(r.workloads)
     cols = 2 if n > 1 else 1
@@ -251,7 +247,7 @@ def plot_scan(r, path, title="Speedup over the mesh vs NPU speed", footnote=None
             ax.set_xlabel("k (NPU speed / default NPU)", fontsize=8)
     for idx in range(n, rows * cols):
         axes[idx // cols][idx % cols].axis("off")
-    from matplotlib.lines import Line2D
+    from matplotlib.lines import Line2D     # lazy: matplotlib only when plotting (see _plt)
     from matplotlib.patches import Patch
 
     handles, labels = axes[0][0].get_legend_handles_labels()

@@ -69,315 +69,22 @@ sum exactly to the iteration time.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 from fred import FredError
 
 from . import compute as C
 from . import memory as M
-from .params import TRAFFIC_VC, VC_PRIORITY
-from .parallel_groups import parse_strategy, place
-
-KINDS = ("compute", "mp", "dp", "pp", "stream", "input", "offload")
-DEFAULT_GRANULARITY = 4      # DP buckets in the last microbatch's backward, per stage
-DEFAULT_STREAM_STEPS = 4     # simulated folds per weight-streaming pass (see _fold / fold_plan)
-OFFLOAD_RUNS = 4             # simulated offload pieces per stage and fold: runs of microbatches
-STREAM_BUFFERS = 3           # ours: streamed shards held per NPU: weights in use + next (double
-                             # buffer) + the gradients of the unit in backward (memory_plan)
-
-
-@dataclass
-class ScheduleResult:
-    iteration_time: float
-    compute_time: float                 # compute on the critical path (incl. pipeline bubbles)
-    compute_busy: float                 # pure compute of the busiest NPU
-    exposed: dict                       # kind -> seconds on the critical path (excl. compute)
-    comm_busy: dict                     # kind -> union of that kind's task intervals
-    tasks: int
-    sim_seconds: float
-    timing_source: str = ""
-    notes: list = field(default_factory=list)
-    memory_per_npu: float = 0.0         # bytes per NPU (busiest stage) under the applied memory policy
-    preemptions: int = 0                # flows that preempted a lower VC's phase in a FRED switch
-    memory_policy: str = "none"         # fred.model.memory policy applied
-    memory_before: float = 0.0          # bytes per NPU with every activation kept in HBM (policy none)
-    memory_states: float = 0.0          # of which model states (or streamed weight/gradient buffers)
-    offload_bytes: float = 0.0          # activation bytes per NPU offloaded (each also read back)
-    recompute_busy: float = 0.0         # recomputation seconds of the busiest stage (part of compute)
-    microbatches: int = 0               # microbatches simulated (auto may split them to fit)
-    memory_candidates: list = field(default_factory=list)
+from .flowsim import Sim
+from .parallel_groups import parse_strategy
+from .schedule_analysis import KINDS, ScheduleResult, analyse
+from .schedule_graph import ScheduleGraph
+from .schedule_layout import DEFAULT_GRANULARITY, DEFAULT_STREAM_STEPS, chunk, offload_layout, plan_layout
+from .schedule_memory import STREAM_BUFFERS, memory_plan, stationary_memory
+from .schedule_stationary import build_stationary
+from .schedule_streaming import build_streaming
 
 
-class _Graph:
-    """Records every task's kind and dependencies next to the simulator's task ids."""
-
-    def __init__(self, sim):
-        self.sim = sim
-        # FRED switches arbitrate by virtual channel (MP > PP > DP); elsewhere all traffic is equal
-        self.vc_priority = bool(getattr(sim.topo, "fred_switches", False))
-        self.kind: dict[int, str] = {}
-        self.deps: dict[int, tuple] = {}
-        self.cdur: dict[int, float] = {}
-        self.rec: dict[int, float] = {}      # stage -> recomputation seconds
-
-    def _rec(self, tid, kind, deps):
-        self.kind[tid] = kind
-        self.deps[tid] = tuple(d for d in deps if d is not None)
-        return tid
-
-    def compute(self, dur, deps=(), label="compute", stage=0, rec=0.0):
-        deps = [d for d in deps if d is not None]
-        t = self.sim.delay(max(0.0, float(dur)), deps=deps, label=label)
-        self.cdur[t] = (float(dur), stage)
-        if rec:
-            self.rec[stage] = self.rec.get(stage, 0.0) + float(rec)
-        return self._rec(t, "compute", deps)
-
-    def priority(self, kind) -> int:
-        """Flow-simulator priority of a communication kind: its VC's on FRED switches, else 0."""
-        if not self.vc_priority:
-            return 0
-        return VC_PRIORITY[TRAFFIC_VC.get(kind, "dp")]
-
-    def join(self, deps):
-        deps = [d for d in deps if d is not None]
-        if len(deps) == 1:
-            return deps[0]
-        return self._rec(self.sim.delay(0.0, deps=deps, label="sync"), "sync", deps)
-
-    def coll(self, op, groups, nbytes, deps, kind, chunks=None):
-        deps = [d for d in deps if d is not None]
-        groups = [list(g) for g in groups]
-        if nbytes <= 0 or not groups:
-            return self.join(deps) if deps else None
-        if op not in ("io-broadcast", "io-reduce"):
-            groups = [g for g in groups if len(g) > 1]
-            if not groups:
-                return self.join(deps) if deps else None
-        arg = groups[0] if len(groups) == 1 else groups
-        t = self.sim.collective(op, arg, float(nbytes), deps=deps, label=kind, priority=self.priority(kind),
-                                chunks=chunks)
-        return self._rec(t, kind, deps)
-
-    def multicasts(self, pairs, nbytes, deps, kind):
-        """One multicast per (src, dsts) pair, all at once; returns a join task."""
-        deps = [d for d in deps if d is not None]
-        if nbytes <= 0 or not pairs:
-            return self.join(deps) if deps else None
-        groups = [[src] + [d for d in dsts if d != src] for src, dsts in pairs]
-        groups = [g for g in groups if len(g) > 1]
-        if not groups:
-            return self.join(deps) if deps else None
-        arg = groups[0] if len(groups) == 1 else groups
-        t = self.sim.collective("multicast", arg, float(nbytes), deps=deps, label=kind,
-                                priority=self.priority(kind))
-        return self._rec(t, kind, deps)
-
-
-# ---- layer partitioning -----------------------------------------------------------------------
-
-def _balanced_split(weights, parts):
-    """Split non-negative ``weights`` into ``parts`` contiguous non-empty runs of nearly equal
-    sums; returns the start index of each run."""
-    n = len(weights)
-    parts = max(1, min(int(parts), n))
-    prefix = [0.0]
-    for x in weights:
-        prefix.append(prefix[-1] + x)
-    total = prefix[-1]
-    starts = [0]
-    for k in range(1, parts):
-        target = total * k / parts
-        lo, hi = starts[-1] + 1, n - (parts - k)
-        best = min(range(lo, hi + 1), key=lambda i: (abs(prefix[i] - target), i))
-        starts.append(best)
-    return starts
-
-
-def _runs(items, starts):
-    return [items[s:e] for s, e in zip(starts, starts[1:] + [len(items)])]
-
-
-@dataclass
-class _Chunk:
-    layers: list
-    fwd: float          # compute seconds per microbatch
-    bwd: float
-    mp_fwd: float       # MP All-Reduce bytes per microbatch (forward), merged over the chunk
-    mp_bwd: float
-    params: float
-    out_act: float      # output activation bytes per microbatch
-    rec: float = 0.0    # recomputation seconds per microbatch (charged in backward)
-
-
-def _chunk(layers, mb, a, npu, b, level="none"):
-    fwd = sum(C.layer_time(l, "fwd", mb, a, npu, b) for l in layers)
-    bwd = sum(C.layer_time(l, "bwd", mb, a, npu, b) for l in layers)
-    rec = sum(M.recompute_time(l, level, mb, a, npu, b) for l in layers)
-    if a > 1:
-        mpf = sum(l.mp_ar_fwd * l.act_bytes * mb for l in layers)
-        mpb = sum(l.mp_ar_bwd * l.act_bytes * mb for l in layers)
-    else:
-        mpf = mpb = 0.0
-    return _Chunk(list(layers), fwd, bwd, mpf, mpb, sum(l.params for l in layers), layers[-1].act_bytes * mb, rec)
-
-
-def _weights(layers, a, npu, b):
-    return [C.layer_time(l, "fwd", 1.0, a, npu, b) + C.layer_time(l, "bwd", 1.0, a, npu, b) for l in layers]
-
-
-def _units(workload):
-    """Streaming units: a transformer layer = its attention + MLP blocks (the embedding joins the
-    first, the logits the last); other workloads stream layer by layer (parameter-free layers
-    join the previous unit)."""
-    units, pending = [], []
-    for l in workload.layers:
-        if workload.kind == "transformer":
-            if l.kind == "attention" or not units and l.kind != "embedding":
-                units.append(pending + [l])
-                pending = []
-            elif l.kind == "embedding" and not units:
-                pending.append(l)
-            else:
-                units[-1].append(l)
-        else:
-            if l.params == 0 and units:
-                units[-1].append(l)
-            elif l.params == 0:
-                pending.append(l)
-            else:
-                units.append(pending + [l])
-                pending = []
-    if pending:
-        if units:
-            units[-1] += pending
-        else:
-            units.append(pending)
-    return units
-
-
-# ---- memory ------------------------------------------------------------------------------------
-
-def _stage_units(layers):
-    """A stage's layers grouped into units (a new unit at every non-MLP layer: a transformer
-    layer = attention + MLP; elsewhere one layer each): what full recomputation recomputes at once."""
-    units = []
-    for l in layers:
-        if l.kind == "mlp" and units:
-            units[-1].append(l)
-        else:
-            units.append([l])
-    return units
-
-
-@dataclass
-class _Layout:
-    """Everything about the split of the work that does not depend on the microbatch count:
-    weight stationary -- stages and their DP buckets; weight streaming -- layer groups and folds."""
-    mode: str
-    stages: list = None           # stationary: layers per stage
-    buckets: list = None          # stationary: per stage, runs of layers (first layer alone, then G-1)
-    units: list = None            # streaming: streaming units
-    folds: list = None            # streaming: folds of layer groups
-
-
-def _layout(w, abc, mode, npu, G, S):
-    a, b, c = abc
-    dt = w.dtype_bytes
-    if mode == "weight-stationary":
-        layers = list(w.layers)
-        stages = _runs(layers, _balanced_split(_weights(layers, a, npu, dt), c))
-        buckets = []
-        for st in stages:
-            rest = st[1:]
-            runs = [st[:1]] + (_runs(rest, _balanced_split(_weights(rest, a, npu, dt), max(1, G - 1))) if rest else [])
-            buckets.append(runs)
-        return _Layout(mode, stages=stages, buckets=buckets)
-    units = _units(w)
-    groups_ = [units[i:i + c] for i in range(0, len(units), c)]
-    return _Layout(mode, units=units, folds=_fold(groups_, S))
-
-
-def _offload_layout(layout):
-    """The layout offloading is simulated with: in weight streaming the last fold of forward --
-    the first of backward, whose activations are needed first -- is split into folds of
-    geometrically falling size (..., 4, 2, 1 layer groups), so the piece backward waits for at
-    the turn is one layer group, as at layer granularity, and each later piece's reload overlaps
-    the backward of the smaller pieces before it."""
-    if layout.mode != "weight-streaming" or not layout.folds:
-        return layout
-    last = layout.folds[-1]
-    tail, size = [], 1
-    while len(last) >= 3 * size:                  # keep the first piece at least twice the next
-        tail.insert(0, last[len(last) - size:])
-        last = last[:len(last) - size]
-        size *= 2
-    tail.insert(0, last)
-    return _Layout(layout.mode, units=layout.units, folds=layout.folds[:-1] + tail)
-
-
-def _mb_groups(m, most=OFFLOAD_RUNS):
-    """Microbatches 0..m-1 in at most ``most`` runs of consecutive ones (offload granularity)."""
-    if m <= 0:
-        return []
-    starts = _balanced_split([1.0] * m, min(m, most))
-    return [list(range(a, b)) for a, b in zip(starts, starts[1:] + [m])]
-
-
-def _fold_stage_layers(fold, s):
-    return [l for grp in fold if s < len(grp) for l in grp[s]]
-
-
-def memory_plan(w, abc, layout, policy, m, B, npu) -> M.MemoryPlan:
-    """Memory per NPU of every stage under ``policy`` at ``m`` microbatches of ``B / m`` samples
-    (see :mod:`fred.model.memory`). Stored-activation pieces follow the simulated granularity:
-    stationary -- runs of microbatches (:func:`_mb_groups`), the last microbatch by DP bucket;
-    streaming -- (fold, run of microbatches); listed in the order backward needs them, which is the order offloading keeps
-    them in HBM. The staging buffers are counted at unit granularity (two units of one
-    microbatch); the simulation moves whole pieces (a coarsening of time, not of bytes)."""
-    a, b, c = abc
-    dt = w.dtype_bytes
-    mb = B / m
-    lv = policy.recompute
-    per = lambda layers: sum(M.saved_bytes(l, lv, a) for l in layers) * mb
-    stages = []
-    if layout.mode == "weight-stationary":
-        for st, bks in zip(layout.stages, layout.buckets):
-            p = sum(l.params for l in st) / a
-            states = p * (dt + (C.MODEL_STATE_BYTES_PER_PARAM - dt) / b)
-            # pieces: runs of microbatches, the last microbatch by DP bucket (as simulated)
-            pieces = [per(st) * len(grp) for grp in _mb_groups(m - 1)] + [per(bk) for bk in reversed(bks)]
-            units = _stage_units(st)
-            transient = max(M.transient_bytes(u, lv, a) for u in units) * mb
-            staging = 2 * max(per(u) for u in units)
-            stages.append(M.plan_stage(states, pieces, transient, staging, npu.hbm_capacity, policy.offload))
-        return M.MemoryPlan(policy, m, stages)
-    # weight streaming: the largest streamed shard, double-buffered in (weights), plus the
-    # gradient shard of the unit in backward (it drains out while the next unit computes)
-    biggest = max(sum(l.params for l in u) for u in layout.units) * dt / a
-    for s in range(c):
-        mine = [u for i, u in enumerate(layout.units) if i % c == s]
-        if not mine:                       # more stages than units: an idle stage
-            stages.append(M.plan_stage(0.0, [], 0.0, 0.0, npu.hbm_capacity, False))
-            continue
-        pieces = [per(_fold_stage_layers(f, s)) * len(grp) for f in reversed(layout.folds) for grp in _mb_groups(m)]
-        transient = max(M.transient_bytes(u, lv, a) for u in mine) * mb
-        staging = 2 * max(per(u) for u in mine)
-        stages.append(M.plan_stage(STREAM_BUFFERS * biggest, pieces, transient, staging, npu.hbm_capacity, policy.offload))
-    return M.MemoryPlan(policy, m, stages)
-
-
-def stationary_memory(workload, abc, microbatches, samples_per_replica, npu=None, policy="none",
-                      granularity=DEFAULT_GRANULARITY):
-    """Bytes per NPU (busiest stage) of ``workload`` in weight-stationary mode under memory
-    ``policy`` (default ``none``: every activation the backward pass needs stays in HBM)."""
-    npu = npu or C.default_npu()
-    layout = _layout(workload, abc, "weight-stationary", npu, granularity, DEFAULT_STREAM_STEPS)
-    return memory_plan(workload, abc, layout, M.POLICIES[policy], int(microbatches), float(samples_per_replica),
-                       npu).need
-
-
-def _io_bandwidth(topo) -> float:
+def io_bandwidth(topo) -> float:
     """Payload bytes/s the I/O controllers can send (= receive) in all."""
     io = set(getattr(topo, "io_nodes", ()))
     if not io:
@@ -386,7 +93,7 @@ def _io_bandwidth(topo) -> float:
     return bw * getattr(topo, "link_efficiency", 1.0)
 
 
-def _lower_bound(w, abc, layout, plan, B, npu, io_bw):
+def lower_bound(w, abc, layout, plan, B, npu, io_bw):
     """A lower bound of the iteration under ``plan``: the busiest stage's compute (forward,
     backward and recomputation of every microbatch); and, with offloading, the time the I/O
     controllers need to take in a stage's offloaded activations before its last forward piece
@@ -418,7 +125,7 @@ def _stage_compute(w, abc, layout, plan, B, npu):
     out = []
     for layers in per_stage:
         if layers:
-            ch = _chunk(layers, B / m, a, npu, w.dtype_bytes, lv)
+            ch = chunk(layers, B / m, a, npu, w.dtype_bytes, lv)
             out.append((m * ch.fwd, m * (ch.bwd + ch.rec)))
         else:
             out.append((0.0, 0.0))
@@ -450,9 +157,36 @@ def build_and_run(workload, topo, strategy=None, *, npu=None, microbatches=None,
     ``memory``: the memory policy (:mod:`fred.model.memory`): ``auto`` (default), ``none``,
     ``selective``, ``recompute``, ``offload``, ``selective+offload``, ``recompute+offload``.
     A configuration the policy cannot fit into HBM raises :class:`~fred.FredError`."""
-    from .flowsim import Sim
-
     npu = npu or C.default_npu()
+    abc, mode, m, B = _check_run(workload, topo, strategy, microbatches, samples_per_replica, mode, granularity)
+    policy = M.check_policy(memory)
+    run = _Run(workload, topo, abc, mode, B, npu, plan_layout(workload, abc, mode, npu, granularity, stream_steps),
+               sim_factory)
+    before = memory_plan(workload, abc, run.layout, M.POLICIES["none"], m, B, npu)
+    pols = list(M.POLICIES.values()) if policy == "auto" else [M.POLICIES[policy]]
+    considered = [run.smallest_fit(pol, m) for pol in pols]
+    cands = _candidates(considered)
+    if not cands:
+        a, b, c = abc
+        raise M.refusal(workload.name, f"MP({a})-DP({b})-PP({c})", mode, npu.hbm_capacity, considered, m)
+    # cheapest by simulation; a candidate whose lower bound (its compute, its offload I/O) is
+    # not below the best simulated iteration is not simulated
+    io_bw = io_bandwidth(topo)
+    bound = {id(p): lower_bound(workload, abc, run.lay(p.policy), p, B, npu, io_bw) for p in cands}
+    cands.sort(key=lambda p: bound[id(p)])
+    results = []
+    for plan in cands:
+        if results and bound[id(plan)] >= min(r.iteration_time for _, r in results):
+            continue
+        results.append((plan, run.simulate(plan)))
+    plan, out = min(results, key=lambda pr: pr[1].iteration_time)   # ties: the first (fewest mechanisms)
+    out.sim_seconds = sum(r.sim_seconds for _, r in results)
+    _record_memory(out, plan, before, considered, results, m)
+    return out
+
+
+def _check_run(workload, topo, strategy, microbatches, samples_per_replica, mode, granularity):
+    """The checked (MP, DP, PP), mode, microbatch count and samples per replica of a run."""
     abc = parse_strategy(strategy or workload.strategy)
     a, b, c = abc
     n = getattr(topo, "npus", None)
@@ -470,62 +204,57 @@ def build_and_run(workload, topo, strategy=None, *, npu=None, microbatches=None,
         raise FredError(f"PP({c}) exceeds the {len(workload.layers)} layers of {workload.name}")
     if not granularity or granularity < 1:
         raise FredError(f"granularity must be >= 1, got {granularity!r}")
-    policy = M.check_policy(memory)
-    layout = _layout(workload, abc, mode, npu, granularity, stream_steps)
-    off_layout = _offload_layout(layout)
-    lay = lambda pol: off_layout if pol.offload else layout
-    label = f"MP({a})-DP({b})-PP({c})"
-    before = memory_plan(workload, abc, layout, M.POLICIES["none"], m, B, npu)
+    return abc, mode, m, B
 
-    def smallest_fit(pol):
+
+class _Run:
+    """One workload, strategy and topology: the memory plan of a policy, and the simulation of a
+    plan."""
+
+    def __init__(self, workload, topo, abc, mode, B, npu, layout, sim_factory):
+        self.workload, self.topo, self.abc, self.mode, self.B, self.npu = workload, topo, abc, mode, B, npu
+        self.layout, self.off_layout = layout, offload_layout(layout)
+        self.sim_factory = sim_factory or Sim
+
+    def lay(self, pol):
+        """The layout simulated under memory policy ``pol`` (offloading has its own)."""
+        return self.off_layout if pol.offload else self.layout
+
+    def smallest_fit(self, pol, m):
         """``pol``'s plan at the smallest microbatch count >= m that fits (doubling, down to one
         sample per microbatch), else its least-needing plan (not fitting)."""
         mm, tried = m, []
         while True:
-            p = memory_plan(workload, abc, lay(pol), pol, mm, B, npu)
+            p = memory_plan(self.workload, self.abc, self.lay(pol), pol, mm, self.B, self.npu)
             tried.append(p)
             if p.fits:
                 return p
-            nxt = min(2 * mm, max(mm, int(B)))
+            nxt = min(2 * mm, max(mm, int(self.B)))
             if nxt <= mm:
                 return min(tried, key=lambda x: x.need)
             mm = nxt
 
-    pols = list(M.POLICIES.values()) if policy == "auto" else [M.POLICIES[policy]]
-    considered = [smallest_fit(pol) for pol in pols]
-    cands = _candidates(considered)
-    if not cands:
-        raise M.refusal(workload.name, label, mode, npu.hbm_capacity, considered, m)
-    # cheapest by simulation; a candidate whose lower bound (its compute, its offload I/O) is
-    # not below the best simulated iteration is not simulated
-    io_bw = _io_bandwidth(topo)
-    bound = {id(p): _lower_bound(workload, abc, lay(p.policy), p, B, npu, io_bw) for p in cands}
-    cands.sort(key=lambda p: bound[id(p)])
-    def simulate(plan):
-        sim = (sim_factory or Sim)(topo)
-        g = _Graph(sim)
+    def simulate(self, plan) -> ScheduleResult:
+        """Build the iteration under memory plan ``plan``, simulate it and analyse the run."""
+        topo, B = self.topo, self.B
+        sim = self.sim_factory(topo)
+        g = ScheduleGraph(sim)
         notes = []
         t0 = time.perf_counter()
         mb = B / plan.microbatches
-        if mode == "weight-stationary":
-            _stationary(g, workload, abc, plan.microbatches, mb, B, npu, lay(plan.policy), plan)
-        else:
-            _streaming(g, workload, abc, plan.microbatches, mb, B, npu, lay(plan.policy), plan)
+        build = build_stationary if self.mode == "weight-stationary" else build_streaming
+        build(g, self.workload, self.abc, plan.microbatches, mb, B, self.npu, self.lay(plan.policy), plan)
         res = sim.run()
-        out = _analyse(g, res, abc, notes)
+        out = analyse(g, res, self.abc, notes)
         out.sim_seconds = time.perf_counter() - t0
         out.preemptions = int(getattr(res, "preemptions", 0))
         out.timing_source = str(getattr(res, "timing_source", "") or getattr(getattr(topo, "timing", None), "source", ""))
         out.recompute_busy = max(g.rec.values(), default=0.0)
         return out
 
-    results = []
-    for plan in cands:
-        if results and bound[id(plan)] >= min(r.iteration_time for _, r in results):
-            continue
-        results.append((plan, simulate(plan)))
-    plan, out = min(results, key=lambda pr: pr[1].iteration_time)   # ties: the first (fewest mechanisms)
-    out.sim_seconds = sum(r.sim_seconds for _, r in results)
+
+def _record_memory(out, plan, before, considered, results, m):
+    """Write the chosen memory plan, and every plan considered, into the result ``out``."""
     sims = {id(p): r.iteration_time for p, r in results}
     out.microbatches = plan.microbatches
     out.memory_policy = plan.policy.name
@@ -540,380 +269,7 @@ def build_and_run(workload, topo, strategy=None, *, npu=None, microbatches=None,
         split = (f", microbatches {m} -> {plan.microbatches}" if plan.microbatches != m else "")
         out.notes.append(f"memory: {why}; {plan.policy.description}{split}: {plan.need / 1e9:.0f} GB/NPU"
                          + (f", {plan.offloaded / 1e9:.0f} GB/NPU offloaded" if plan.offloaded else ""))
-    return out
 
 
-def _mp_groups(abc, s):
-    a, b, c = abc
-    return [[place(x, d, s, abc) for x in range(a)] for d in range(b)]
-
-
-def _dp_groups(abc, s):
-    a, b, c = abc
-    return [[place(x, d, s, abc) for d in range(b)] for x in range(a)]
-
-
-def _stage_npus(abc, s):
-    """Every NPU of pipeline stage ``s`` (all MP members of all DP replicas), one group each:
-    activation offload/reload moves each NPU's own data, spread over all I/O controllers."""
-    a, b, c = abc
-    return [[place(x, d, s, abc)] for d in range(b) for x in range(a)]
-
-
-def _pp_pairs(abc, s_from, s_to):
-    a, b, c = abc
-    return [(place(0, d, s_from, abc), [place(x, d, s_to, abc) for x in range(a)]) for d in range(b)]
-
-
-class _Offload:
-    """Activation offload/reload tasks of one stage, both pipelined with the compute: a piece
-    streams out as its forward produces it (its offload starts with the piece's forward, after
-    the previous piece's offload: one stream per stage) and streams back in as its backward
-    consumes it (the backward starts with the reload and ends no earlier than the reload); the
-    reload waits for the offload and for the end of the forward that produced the piece. Two
-    staging buffers: a piece's forward waits for the offload of the piece two offloaded pieces
-    before it, a piece's reload for the backward of the piece two before it (in backward
-    order), so at most two pieces are in transit per direction."""
-
-    def __init__(self, g, abc, s):
-        self.g, self.npus = g, _stage_npus(abc, s)
-        self.out = {}                 # piece key -> offload task
-        self.made = {}                # piece key -> end of the forward that produced it
-        self.out_order = []           # offload tasks in forward order
-        self.bwd_done = []            # backward tasks in backward order
-        self.pending = None           # the reload the piece in backward must wait for at its end
-
-    def gate_forward(self):
-        return self.out_order[-2] if len(self.out_order) >= 2 else None
-
-    def offload(self, key, nbytes, start):
-        """Offload ``nbytes`` of piece ``key`` from the start (task ``start``) of its forward."""
-        if nbytes <= 0:
-            return
-        t = self.g.coll("io-reduce", self.npus, nbytes, [start, self.out_order[-1] if self.out_order else None],
-                        "offload", chunks=1)
-        self.out[key] = t
-        self.out_order.append(t)
-
-    def produced(self, key, end):
-        if key in self.out:
-            self.made[key] = end
-
-    def reload(self, key, nbytes):
-        """(start, task) of piece ``key``'s reload, or (None, None): the backward of the piece
-        starts at ``start`` and ends no earlier than ``task``."""
-        if nbytes <= 0 or key not in self.out:
-            return None, None
-        prev = self.bwd_done[-2] if len(self.bwd_done) >= 2 else None
-        start = self.g.join([self.out[key], self.made.get(key), prev])
-        return start, self.g.coll("io-broadcast", self.npus, nbytes, [start], "offload", chunks=1)
-
-    def backward_done(self, t):
-        self.bwd_done.append(t)
-
-
-def _stationary(g, w, abc, m, mb, B, npu, layout, plan):
-    a, b, c = abc
-    dt = w.dtype_bytes
-    lv = plan.policy.recompute
-    stages, bks = layout.stages, layout.buckets
-    # a whole stage per microbatch and pass (compute and MP bytes summed; MP All-Reduces are on
-    # the MP group's critical path either way), except the last microbatch's backward, which is
-    # split into DP buckets: the stage's first layer alone (its bucket is the exposed DP tail)
-    # and up to G-1 balanced chunks of the rest, each All-Reduced as soon as its gradients exist.
-    # With offloading, the last microbatch's forward runs by the same buckets too (the pieces).
-    full = [_chunk(st, mb, a, npu, dt, lv) for st in stages]
-    buckets = [[_chunk(r, mb, a, npu, dt, lv) for r in runs] for runs in bks]
-    nb = [len(x) for x in buckets]
-    # bytes offloaded per stage and piece; plan pieces are in backward order: runs of
-    # microbatches 0..m-2 (a run leaves after its last microbatch's forward and comes back before
-    # its first one's backward), then the last microbatch bucket by bucket
-    runs = _mb_groups(m - 1)
-    run_of = {j: r for r, grp in enumerate(runs) for j in grp}
-    firsts = {grp[0] for grp in runs}
-    lasts = {grp[-1] for grp in runs}
-    key = lambda j, k: ("run", run_of[j]) if j < m - 1 else (m - 1, k)
-    off = []
-    for s, sm in enumerate(plan.stages):
-        d = {("run", r): sm.offload[r] for r in range(len(runs))}
-        for r in range(nb[s]):
-            d[(m - 1, nb[s] - 1 - r)] = sm.offload[len(runs) + r]
-        off.append(d)
-    offloading = any(x > 0 for d in off for x in d.values())
-    io = [_Offload(g, abc, s) for s in range(c)]
-    mpg = [_mp_groups(abc, s) for s in range(c)]
-    dpg = [_dp_groups(abc, s) for s in range(c)]
-
-    # next iteration's input minibatch, prefetched while this one runs (weight stationary)
-    g.coll("io-broadcast", mpg[0], B * w.input_bytes_per_sample, (), "input")
-
-    fwd_done = [[None] * m for _ in range(c)]
-    pp_f = [[None] * m for _ in range(c)]
-    for j in range(m):
-        for s in range(c):
-            t = g.join([pp_f[s - 1][j] if s else None, fwd_done[s][j - 1] if j else None]) if (s or j) else None
-            for k, ch in (enumerate(buckets[s]) if offloading and j == m - 1 else [(None, full[s])]):
-                nbytes = off[s].get(key(j, k), 0.0) if offloading else 0.0
-                if nbytes > 0 and (j == m - 1 or j in firsts):
-                    t = g.join([t, io[s].gate_forward()])
-                    io[s].offload(key(j, k), nbytes, t)
-                t = g.compute(ch.fwd, [t], stage=s)
-                if ch.mp_fwd:
-                    t = g.coll("all-reduce", mpg[s], ch.mp_fwd, [t], "mp")
-                if nbytes > 0 and (j == m - 1 or j in lasts):
-                    io[s].produced(key(j, k), t)
-            fwd_done[s][j] = t
-            if s < c - 1:
-                pp_f[s][j] = g.multicasts(_pp_pairs(abc, s, s + 1), full[s].out_act, [t], "pp")
-
-    bwd_done = [[None] * m for _ in range(c)]
-    pp_b = [[None] * m for _ in range(c)]
-    last_dp = [None] * c
-    for j in range(m):
-        for s in reversed(range(c)):
-            deps = [fwd_done[s][m - 1]]
-            if j:
-                deps.append(bwd_done[s][j - 1])
-            if s < c - 1:
-                deps.append(pp_b[s + 1][j])
-            t = g.join(deps)
-            for k, ch in (reversed(list(enumerate(buckets[s]))) if j == m - 1 else [(None, full[s])]):
-                first = j == m - 1 or j in firsts
-                if offloading and first:
-                    r0, io[s].pending = io[s].reload(key(j, k), off[s].get(key(j, k), 0.0))
-                    t = g.join([t, r0])
-                t = g.compute(ch.bwd + ch.rec, [t], stage=s, rec=ch.rec)
-                if offloading and (j == m - 1 or j in lasts):
-                    t = g.join([t, io[s].pending])
-                    io[s].backward_done(t)
-                grads = t
-                if ch.mp_bwd:
-                    t = g.coll("all-reduce", mpg[s], ch.mp_bwd, [t], "mp")
-                if j == m - 1 and b > 1 and ch.params:
-                    last_dp[s] = g.coll("all-reduce", dpg[s], ch.params * dt / a, [grads, last_dp[s]], "dp")
-            bwd_done[s][j] = t
-            if s > 0:
-                pp_b[s][j] = g.multicasts(_pp_pairs(abc, s, s - 1), full[s - 1].out_act, [t], "pp")
-    ends = []
-    for s in range(c):
-        p = full[s].params / a
-        ends.append(g.compute(C.optimizer_time(p, b, npu), [bwd_done[s][m - 1], last_dp[s]], "optimizer", stage=s))
-    g.join(ends)
-
-
-def _fold(steps, S):
-    """Coarsen a pass of ``len(steps)`` layer groups into at most ``S`` simulated folds of
-    consecutive groups (balanced sizes). Returns a list of lists of layer groups."""
-    n = len(steps)
-    S = max(1, int(S))
-    if n <= S:
-        return [[x] for x in steps]
-    starts = _balanced_split([1.0] * n, S)
-    return [steps[s:e] for s, e in zip(starts, starts[1:] + [n])]
-
-
-def _streaming(g, w, abc, m, mb, B, npu, layout, mplan):
-    a, b, c = abc
-    dt = w.dtype_bytes
-    lv = mplan.policy.recompute
-    mpg = [_mp_groups(abc, s) for s in range(c)]
-    dpg = [_dp_groups(abc, s) for s in range(c)]
-    folds = layout.folds
-    nf = len(folds)
-    # bytes offloaded per (stage, fold, run of microbatches); plan pieces are in backward order.
-    # A run's activations leave after its last microbatch and come back before its first one.
-    runs = _mb_groups(m)
-    first = {grp[0]: r for r, grp in enumerate(runs)}
-    last = {grp[-1]: r for r, grp in enumerate(runs)}
-    off = [{(nf - 1 - i // len(runs), i % len(runs)): x for i, x in enumerate(sm.offload)} for sm in mplan.stages]
-    offloading = any(x > 0 for d in off for x in d.values())
-    io = [_Offload(g, abc, s) for s in range(c)]
-
-    def part(grps, s):
-        ls = [l for grp in grps if s < len(grp) for l in grp[s]]
-        return _chunk(ls, mb, a, npu, dt, lv) if ls else None
-
-    def fold_plan(fold):
-        """Per stage: (head chunk or None, last chunk, PP bytes out, the head's first group and
-        the rest of the head); stream bytes of the first group and of the rest. The first k-1
-        groups compute as soon as the first group's weights are in; the last group waits for the
-        whole fold -- for identical layer groups this gives exactly the layer-by-layer finish time
-        max(prev + k c, t + s + k c, t + k s + c). Backward mirrors it for the gradients going
-        out: the head's gradients leave once its first group is computed, the last group's once
-        it is (see ``_streaming``), which again finishes exactly when layer by layer would:
-        max(prev + k s, t + c + k s, t + k c + s)."""
-        k = len(fold)
-        head, last = fold[:-1], fold[-1:]
-        stages = []
-        for s in range(c):
-            lc = part(last, s)
-            if lc is None:
-                continue
-            hc = part(head, s) if k > 1 else None
-            hs = [grp for grp in head if s < len(grp)]
-            fc, rc = (part(hs[:1], s), part(hs[1:], s)) if hc is not None else (None, None)
-            pp_out = sum(grp[s][-1].act_bytes for grp in fold if s < len(grp)) * mb
-            stages.append((hc, lc, pp_out, fc, rc))
-        wb = lambda grps: sum(l.params for grp in grps for u in grp for l in u) * dt / a / max(1, len(stages))
-        return stages, wb(fold[:1]), wb(fold[1:]), wb(head), wb(last)
-
-    inp = g.coll("io-broadcast", mpg[0], B * w.input_bytes_per_sample, (), "input")
-    last_stream = [None]
-
-    def stream(nbytes, nst):
-        # every stage's shard at once (one collective; stages differ only by embedding/logits);
-        # the I/O controllers stream continuously (prefetch limited by I/O bandwidth only)
-        if nbytes <= 0:
-            return last_stream[0]
-        groups = [grp for s in range(nst) for grp in dpg[s]]
-        t = g.coll("io-broadcast", groups, nbytes, [last_stream[0]], "stream")
-        last_stream[0] = t
-        return t
-
-    def run_stage_chain(plan, t_in, prev, s_first, s_rest, phase, extra=None):
-        """One stage's fold for one microbatch: head compute, its MP All-Reduce, last compute,
-        its MP All-Reduce. Returns (end, head's first group computed, last group computed):
-        in backward the head is computed as its first group and the rest, so that the head's
-        gradients can leave as soon as its first group has produced them (the layers after it
-        keep producing theirs at the compute rate, which the fold cannot show). ``extra``: one
-        more task the chain waits for (an offload gate or a reload's start)."""
-        hc, lc, _, fc, rc = plan
-        mpb = (lambda ch: ch.mp_fwd) if phase == "fwd" else (lambda ch: ch.mp_bwd)
-        dur = (lambda ch: ch.fwd) if phase == "fwd" else (lambda ch: ch.bwd + ch.rec)
-        rec = (lambda ch: 0.0) if phase == "fwd" else (lambda ch: ch.rec)
-        t = g.join([s_first, t_in, prev, extra])
-        started[0] = t
-        head_done = None
-        if hc is not None:
-            if phase == "bwd" and fc is not None and rc is not None:
-                t = g.compute(dur(fc), [t], stage=s_idx[0], rec=rec(fc))
-                head_done = t
-                t = g.compute(dur(rc), [t], stage=s_idx[0], rec=rec(rc))
-            else:
-                t = g.compute(dur(hc), [t], stage=s_idx[0], rec=rec(hc))
-                head_done = t
-            if mpb(hc):
-                t = g.coll("all-reduce", mpg[s_idx[0]], mpb(hc), [t], "mp")
-        t = g.compute(dur(lc), [t, s_rest], stage=s_idx[0], rec=rec(lc))
-        last_done = t
-        if mpb(lc):
-            t = g.coll("all-reduce", mpg[s_idx[0]], mpb(lc), [t], "mp")
-        return t, head_done, last_done
-
-    s_idx = [0]
-    started = [None]              # the start of the last chain's first compute
-    plans = [fold_plan(f) for f in folds]
-    last_on_stage = [None] * c
-    # ---- forward
-    prev_out = [inp] * m
-    for k, (st, b1, b2, _, _) in enumerate(plans):
-        s1 = stream(b1, len(st))
-        s2 = stream(b2, len(st)) if b2 > 0 else s1
-        for j in range(m):
-            t_in = prev_out[j]
-            for s, plan in enumerate(st):
-                s_idx[0] = s
-                pp_out = plan[2]
-                r = first.get(j, last.get(j))
-                nbytes = off[s].get((k, r), 0.0) if offloading else 0.0
-                gate = io[s].gate_forward() if nbytes > 0 and j in first else None
-                t, _, _ = run_stage_chain(plan, t_in, last_on_stage[s], s1, s2, "fwd", gate)
-                if nbytes > 0 and j in first:
-                    io[s].offload((k, r), nbytes, started[0])
-                if nbytes > 0 and j in last:
-                    io[s].produced((k, r), t)
-                last_on_stage[s] = t
-                more = s < len(st) - 1 or k < len(plans) - 1
-                t_in = g.multicasts(_pp_pairs(abc, s, (s + 1) % c), pp_out, [t], "pp") if (c > 1 and more) else t
-            prev_out[j] = t_in
-    fwd_end = g.join(prev_out + [x for x in last_on_stage if x is not None])
-
-    # ---- backward (reverse order), gradients reduced over DP on their way out
-    prev_in = [fwd_end] * m
-    last_out = [None]
-
-    def grads_out(nbytes, nst, dep):
-        if nbytes <= 0 or dep is None:
-            return
-        groups = [grp for s in range(nst) for grp in dpg[s]]
-        last_out[0] = g.coll("io-reduce", groups, nbytes, [dep, last_out[0]], "stream")
-
-    rplans = [fold_plan(list(reversed(f))) for f in reversed(folds)]
-    for k, (st, b1, b2, bh, bl) in enumerate(rplans):
-        s1 = stream(b1, len(st))
-        s2 = stream(b2, len(st)) if b2 > 0 else s1
-        heads, lasts = [], []
-        for j in range(m):
-            t_in = prev_in[j]
-            for s in reversed(range(len(st))):
-                s_idx[0] = s
-                key = (nf - 1 - k, first.get(j, last.get(j)))
-                r0 = None
-                if offloading and j in first:
-                    r0, io[s].pending = io[s].reload(key, off[s].get(key, 0.0))
-                t, hd, ld = run_stage_chain(st[s], t_in, last_on_stage[s], s1, s2, "bwd", r0)
-                if offloading and j in last:
-                    t = g.join([t, io[s].pending])
-                    io[s].backward_done(t)
-                if j == m - 1:
-                    heads.append(hd)
-                    lasts.append(ld)
-                last_on_stage[s] = t
-                if c > 1 and (s > 0 or k < len(rplans) - 1):
-                    src = st[s - 1] if s > 0 else rplans[k + 1][0][-1]
-                    t_in = g.multicasts(_pp_pairs(abc, s, (s - 1) % c), src[2], [t], "pp")
-                else:
-                    t_in = t
-            prev_in[j] = t_in
-        # the head groups' gradients leave once the head's first group is computed (on every
-        # stage, last microbatch), the last group's once it is computed and the head's are out
-        hd = [x for x in heads if x is not None]
-        grads_out(bh, len(st), g.join(hd) if hd else None)
-        grads_out(bl, len(st), g.join(lasts))
-    g.join([last_out[0]] + [x for x in last_on_stage if x is not None])
-
-
-# ---- critical path -----------------------------------------------------------------------------
-
-def _union(intervals):
-    tot, cur_s, cur_e = 0.0, None, None
-    for s, e in sorted(intervals):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                tot += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    if cur_e is not None:
-        tot += cur_e - cur_s
-    return tot
-
-
-def _analyse(g, res, abc, notes):
-    fin = res.finish
-    start = res.start
-    ids = list(g.kind)
-    end_task = max(ids, key=lambda t: (fin[t], t))
-    T = float(fin[end_task])
-    exposed = {k: 0.0 for k in KINDS}
-    t = end_task
-    while t is not None:
-        deps = g.deps.get(t, ())
-        ready = max((float(fin[d]) for d in deps), default=0.0)
-        span = max(0.0, float(fin[t]) - ready)
-        k = g.kind[t]
-        if k == "sync":
-            k = "compute" if span == 0 else "compute"
-        exposed[k] = exposed.get(k, 0.0) + span
-        t = max(deps, key=lambda d: (fin[d], d)) if deps else None
-    compute_cp = exposed.pop("compute")
-    busy = {}
-    for k in KINDS[1:]:
-        busy[k] = _union([(float(start[t]), float(fin[t])) for t in ids if g.kind[t] == k])
-    # busiest NPU's pure compute: compute tasks stand for one stage's lockstep MP groups
-    per_stage = {}
-    for t, (dur, s) in g.cdur.items():
-        per_stage[s] = per_stage.get(s, 0.0) + dur
-    cb = max(per_stage.values(), default=0.0)
-    return ScheduleResult(iteration_time=T, compute_time=compute_cp, compute_busy=cb, exposed=exposed,
-                          comm_busy=busy, tasks=len(ids), sim_seconds=0.0, notes=notes)
+__all__ = ["KINDS", "DEFAULT_GRANULARITY", "DEFAULT_STREAM_STEPS", "STREAM_BUFFERS", "ScheduleResult",
+           "build_and_run", "memory_plan", "stationary_memory", "io_bandwidth"]

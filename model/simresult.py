@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .taskgraph import FLOW, TaskArrays, TaskId
+from .taskarrays import TaskArrays
+from .taskgraph import FLOW, TaskId
 
 __all__ = ["SimResult"]
 

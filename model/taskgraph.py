@@ -2,8 +2,8 @@
 
 A task (``TaskId``, an int) is a fixed wait (``DELAY``: compute, a join) or a *flow*
 (``FLOW``: ``nbytes`` over one path of the topology -- a route, a multicast tree, a reduction
-tree or an in-switch All-Reduce tree). Tasks live in flat growable numpy arrays (a 1,024-NPU ring
-All-Reduce is ~2 million flows); paths are numbered and cached by their end points, so
+tree or an in-switch All-Reduce tree). Tasks live in flat growable numpy arrays
+(:mod:`fred.model.taskarrays`; a 1,024-NPU ring All-Reduce is ~2 million flows); paths are numbered and cached by their end points, so
 repeated flows share one entry. :class:`TaskGraph` is what collective expansion
 (:mod:`fred.model.collectives`) builds on; :class:`fred.model.flowsim.Sim` adds collectives and
 ``run()``, and :meth:`TaskGraph.arrays` is what the event engine (:mod:`fred.model.engine`) reads.
@@ -12,13 +12,13 @@ repeated flows share one entry. :class:`TaskGraph` is what collective expansion
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from fred import FredError
 
 from .graph import Topology
+from .taskarrays import Block, Grow, TaskArrays
 from .timing import SwitchTiming
 from .topology import resolve
 
@@ -53,77 +53,6 @@ def check_bytes(nbytes, what="nbytes") -> float:
     return v
 
 
-class _Grow:
-    """A growable 1-D numpy array."""
-
-    __slots__ = ("a", "n")
-
-    def __init__(self, dtype, cap=1024):
-        self.a = np.empty(cap, dtype=dtype)
-        self.n = 0
-
-    def _reserve(self, k):
-        if self.n + k > len(self.a):
-            cap = max(len(self.a) * 2, self.n + k)
-            b = np.empty(cap, dtype=self.a.dtype)
-            b[: self.n] = self.a[: self.n]
-            self.a = b
-
-    def append(self, v):
-        self._reserve(1)
-        self.a[self.n] = v
-        self.n += 1
-
-    def extend(self, vals):
-        vals = np.asarray(vals)
-        k = vals.size
-        self._reserve(k)
-        self.a[self.n: self.n + k] = vals.ravel()
-        self.n += k
-
-    def fill(self, v, k):
-        self._reserve(k)
-        self.a[self.n: self.n + k] = v
-        self.n += k
-
-    def view(self):
-        return self.a[: self.n]
-
-
-@dataclass(frozen=True)
-class _Block:
-    """Tasks and edges recorded by :meth:`TaskGraph.record` (edge ends relative to the block's
-    first task; -1: the anchor)."""
-
-    kind: np.ndarray
-    dur: np.ndarray
-    nbytes: np.ndarray
-    path: np.ndarray
-    pred: np.ndarray
-    succ: np.ndarray
-
-
-@dataclass(frozen=True)
-class TaskArrays:
-    """A task graph as flat arrays, indexed by TaskId (tasks) or path id (paths)."""
-
-    kind: np.ndarray            # DELAY or FLOW
-    duration: np.ndarray        # seconds (delays)
-    nbytes: np.ndarray          # bytes (flows)
-    path: np.ndarray            # path id (flows; -1 for delays)
-    priority: np.ndarray        # priority class (higher first)
-    label_of: np.ndarray        # label number
-    labels: list                # label number -> label
-    pred: np.ndarray            # dependency edges pred[i] -> succ[i]
-    succ: np.ndarray
-    spans: list                 # (begin, join): join reports begin's start
-    path_links: list            # per path: its links (sorted, unique)
-    path_srcs: list             # per path: its source nodes
-    path_dsts: list             # per path: its destination nodes
-    path_latency: list          # per path: seconds after the last byte is sent
-    path_cap: list              # per path: rate cap (B/s; inf: none)
-
-
 class TaskGraph:
     """Tasks and dependencies on a :class:`fred.model.graph.Topology` (or a fabric name or YAML
     path, see :func:`fred.model.topology.resolve`).
@@ -136,15 +65,15 @@ class TaskGraph:
             topo = resolve(topo)
         self.topo = topo
         self.timing = timing if timing is not None else topo.timing
-        self._kind = _Grow(np.int8)
-        self._dur = _Grow(np.float64)
-        self._bytes = _Grow(np.float64)
-        self._path = _Grow(np.int32)
-        self._label_of = _Grow(np.int32)
-        self._prio = _Grow(np.int32)
+        self._kind = Grow(np.int8)
+        self._dur = Grow(np.float64)
+        self._bytes = Grow(np.float64)
+        self._path = Grow(np.int32)
+        self._label_of = Grow(np.int32)
+        self._prio = Grow(np.int32)
         self._prio_cur = 0
-        self._pred = _Grow(np.int64)
-        self._succ = _Grow(np.int64)
+        self._pred = Grow(np.int64)
+        self._succ = Grow(np.int64)
         self._labels: list[str] = []
         self._label_idx: dict[str, int] = {}
         # path table, by path id: links, sources, destinations, latency, per-flow rate cap
@@ -260,7 +189,7 @@ class TaskGraph:
             self._pred.extend(pred)
             self._succ.extend(succ)
 
-    def record(self, anchor: int, first_edge: int) -> "_Block":
+    def record(self, anchor: int, first_edge: int) -> "Block":
         """The tasks added after task ``anchor`` and the edges from edge number ``first_edge``
         on, as a block :meth:`replay` can add again (edges from ``anchor`` or inside the block
         only; every task of one label and priority)."""
@@ -268,11 +197,11 @@ class TaskGraph:
         pred, succ = self.edges(first_edge)
         if (pred < anchor).any() or (succ <= anchor).any():  # pragma: no cover - guarded by callers
             raise ValueError("a recorded block depends on a task outside it")
-        return _Block(self._kind.view()[lo:hi].copy(), self._dur.view()[lo:hi].copy(),
+        return Block(self._kind.view()[lo:hi].copy(), self._dur.view()[lo:hi].copy(),
                       self._bytes.view()[lo:hi].copy(), self._path.view()[lo:hi].copy(),
                       pred - lo, succ - lo)
 
-    def replay(self, block: "_Block", anchor: int, label_id: int) -> int:
+    def replay(self, block: "Block", anchor: int, label_id: int) -> int:
         """Add ``block`` again after task ``anchor`` (which stands for the recorded anchor), with
         label ``label_id`` and the current priority; returns the TaskId of its last task."""
         k = block.kind.size

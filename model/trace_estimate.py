@@ -67,7 +67,7 @@ is derived from the header:
 * On FRED fabrics MP traffic runs on the MP virtual channel and DP traffic on the DP one
   (priorities of :data:`fred.model.params.VC_PRIORITY`); DLRM's all-to-alls count as MP.
 
-The breakdown is the critical path of :func:`fred.model.schedule._analyse` (compute + exposed
+The breakdown is the critical path of :func:`fred.model.schedule_analysis.analyse` (compute + exposed
 MP + exposed DP = iteration time; update delays count towards their collective's kind).
 No coarsening: every layer's three compute entries and its collectives are separate tasks.
 """
@@ -81,10 +81,13 @@ from dataclasses import asdict, dataclass, field
 from fred import FredError
 
 from .astra_trace import Trace, load_trace
-from .estimate import speedup_rows
+from .estimate import resolve_fabrics, speedup_rows
+from .flowsim import Sim
 from .parallel_groups import format_strategy, groups, parse_strategy
 from .params import canonical_fabric, default_params
-from .schedule import _analyse, _Graph
+from .schedule_analysis import analyse
+from .schedule_graph import ScheduleGraph
+from .topology import build_fabric
 
 DEFAULT_CLOCK_GHZ = 1.0
 #: ASTRA-sim comm type -> collective of fred.model.collective_algorithms.OPS
@@ -311,9 +314,6 @@ def estimate_trace(path, fabric, strategy=None, clock_ghz=DEFAULT_CLOCK_GHZ, hea
     ``clock_ghz``: the clock of the trace's cycle counts; ``header``: for files without one
     (:func:`fred.model.astra_trace.load_trace`); ``params``: :class:`fred.model.params.WaferParams`
     (network; the NPU compute model does not apply); ``trace``: an already parsed trace."""
-    from .flowsim import Sim
-    from .topology import build_fabric
-
     clock = _check_clock(clock_ghz)
     tr = trace if trace is not None else load_trace(path, header=header)
     p = params or default_params()
@@ -322,13 +322,13 @@ def estimate_trace(path, fabric, strategy=None, clock_ghz=DEFAULT_CLOCK_GHZ, hea
     plan = _plan(tr, abc, placement, p.npus)
     topo = build_fabric(fab, p)
     sim = Sim(topo)
-    g = _Graph(sim)
+    g = ScheduleGraph(sim)
     t0 = time.perf_counter()
     _build(g, tr, plan, clock * 1e9)
     res = sim.run()
     wall = time.perf_counter() - t0
     notes = _ignored_notes(tr, plan)
-    r = _analyse(g, res, abc, notes)
+    r = analyse(g, res, abc, notes)
     exposed = {k: float(r.exposed.get(k, 0.0)) for k in TRACE_KINDS[1:]}
     busy = {k: float(r.comm_busy.get(k, 0.0)) for k in TRACE_KINDS[1:]}
     src = str(getattr(res, "timing_source", "") or getattr(getattr(topo, "timing", None), "source", "")
@@ -346,8 +346,6 @@ def trace_table(paths, fabrics=None, strategy=None, clock_ghz=DEFAULT_CLOCK_GHZ,
     """Every trace x fabric; ``speedup`` = mesh iteration time / fabric iteration time (the mesh
     is simulated as the reference even if not listed). ``paths``: one path or a list; ``header``
     (for files without one) and ``strategy`` apply to every path."""
-    from .estimate import resolve_fabrics
-
     if isinstance(paths, (str, bytes)) or not hasattr(paths, "__iter__"):
         paths = [paths]
     fl = resolve_fabrics(fabrics)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -103,7 +103,6 @@ class Workload:
         return sum(l.bwd_flops for l in self.layers)
 
     def with_mode(self, mode: str) -> "Workload":
-        from dataclasses import replace
         return replace(self, mode=_check_mode(mode, self.name))
 
 

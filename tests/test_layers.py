@@ -194,3 +194,59 @@ def test_layer_imports_alone(pkg, forbidden):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT / "tests")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "", f"{pkg} loaded {r.stdout.strip()}"
+
+
+# ---- sizes: small modules, short functions -----------------------------------------------------
+
+#: folders whose modules and functions are held to the size rule (CONTRIBUTING.md, "Style")
+SIZED = ("model", "fred")
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+#: a longer function says why in a comment line starting with this, within its first lines
+LONG_MARK = "# long:"
+LONG_MARK_WITHIN = 10
+
+
+def oversized(path: Path) -> list[str]:
+    """What in the Python file ``path`` breaks the size rule: the module over
+    ``MAX_MODULE_LINES`` lines, a function over ``MAX_FUNCTION_LINES`` lines without a
+    ``# long: <reason>`` comment in its first ``LONG_MARK_WITHIN`` lines."""
+    text = path.read_text()
+    lines = text.splitlines()
+    bad = []
+    if len(lines) > MAX_MODULE_LINES:
+        bad.append(f"{path.name}: {len(lines)} lines (most {MAX_MODULE_LINES})")
+    for node in ast.walk(ast.parse(text, str(path))):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        n = node.end_lineno - node.lineno + 1
+        if n <= MAX_FUNCTION_LINES:
+            continue
+        head = lines[node.lineno - 1:node.lineno - 1 + LONG_MARK_WITHIN]
+        if not any(ln.strip().startswith(LONG_MARK) and ln.strip()[len(LONG_MARK):].strip() for ln in head):
+            bad.append(f"{path.name}:{node.lineno}: {node.name} is {n} lines (most {MAX_FUNCTION_LINES} "
+                       f"without a '{LONG_MARK} <reason>' comment in its first {LONG_MARK_WITHIN} lines)")
+    return bad
+
+
+def test_size_rule_sees_what_it_checks(tmp_path):
+    """The checker flags a long module and an unexplained long function, and accepts a reason."""
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    long_fn = tmp_path / "f.py"
+    long_fn.write_text("def f():\n" + body)
+    assert len(oversized(long_fn)) == 1
+    long_fn.write_text("def f():\n    # long: one table, clearer in one piece\n" + body)
+    assert oversized(long_fn) == []
+    long_fn.write_text("def f():\n    # long:\n" + body)            # a mark without a reason
+    assert len(oversized(long_fn)) == 1
+    big = tmp_path / "m.py"
+    big.write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    assert len(oversized(big)) == 1
+
+
+@pytest.mark.parametrize("folder", SIZED)
+def test_modules_and_functions_are_small(folder):
+    bad = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        bad += [f"{path.relative_to(ROOT).parent}/{x}" for x in oversized(path)]
+    assert not bad, "too long (split it, or say why at the top of the function):\n" + "\n".join(bad)

@@ -14,7 +14,8 @@ from fred.model import compute as C
 from fred.model import memory as M
 from fred.model.estimate import estimate
 from fred.model.params import default_params
-from fred.model.schedule import _io_bandwidth, _layout, memory_plan
+from fred.model.schedule import io_bandwidth, memory_plan
+from fred.model.schedule_layout import plan_layout
 from fred.model.topology import build_fabric
 from fred.model.workload import load_workload
 
@@ -86,7 +87,7 @@ def test_offload_runs_through_the_io_and_costs_at_least_its_bytes():
     e = estimate("transformer-17b", "mesh", **kw)
     assert e.memory_policy == "offload" and e.memory_before > fast.hbm_capacity
     assert e.offload_bytes > 0 and e.memory_per_npu <= fast.hbm_capacity
-    io_bw = _io_bandwidth(build_fabric("mesh", p))
+    io_bw = io_bandwidth(build_fabric("mesh", p))
     assert io_bw == pytest.approx(p.io_count * p.io_bw * build_fabric("mesh", p).link_efficiency)
     total = e.offload_bytes * 20                          # every NPU offloads (one stage, MP x DP = 20)
     assert e.comm_busy["offload"] >= total / io_bw
@@ -128,7 +129,7 @@ def test_auto_splits_microbatches_when_one_microbatch_is_too_large():
     alone exceeds what the streamed weight buffers leave); auto splits the microbatch."""
     w = load_workload("transformer-1t")
     npu = C.default_npu()
-    lay = _layout(w, (1, 20, 1), "weight-streaming", npu, 4, 4)
+    lay = plan_layout(w, (1, 20, 1), "weight-streaming", npu, 4, 4)
     assert not any(memory_plan(w, (1, 20, 1), lay, pol, 1, 16, npu).fits for pol in M.POLICIES.values())
     plan = memory_plan(w, (1, 20, 1), lay, M.POLICIES["recompute+offload"], 16, 16, npu)
     assert plan.fits

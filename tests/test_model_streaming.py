@@ -16,7 +16,7 @@ from fred.model.collectives import collective_time, io_rate_bound, io_tree_load
 from fred.model.estimate import estimate
 from fred.model.parallel_groups import all_strategies, format_strategy, groups, parse_strategy
 from fred.model.params import default_params
-from fred.model.schedule import _units
+from fred.model.schedule_layout import streaming_units
 from fred.model.workload import load_workload, sweep_microbatches
 
 W = "transformer-1t"
@@ -36,7 +36,7 @@ def _drain(strategy):
     p = default_params()
     c = parse_strategy(strategy)[2]
     w = load_workload(W)
-    units = _units(w)
+    units = streaming_units(w)
     biggest = max(sum(l.params for u in units[i:i + c] for l in u) for i in range(0, len(units), c))
     return biggest * w.dtype_bytes / (p.io_count * p.io_bw * p.link_efficiency)
 
@@ -81,18 +81,21 @@ def test_strict_priority_only_delays_the_dp_vc_stream_by_mp_time(monkeypatch):
     """The weight stream rides the DP VC: under FRED's one-phase-at-a-time switches it waits
     while MP holds a switch, so it is never faster than without arbitration, and it loses at
     most the time MP is busy."""
-    import fred.model.topology as T
+    import fred.model.estimate as E
 
     on = _run("fred-d", "MP(20)-DP(1)-PP(1)")
-    build = T.build_fabric
+    build = E.build_fabric
+    calls = []
 
     def no_arbitration(*a, **k):
         t = build(*a, **k)
         t.fred_switches = False
+        calls.append(a)
         return t
 
-    monkeypatch.setattr(T, "build_fabric", no_arbitration)
+    monkeypatch.setattr(E, "build_fabric", no_arbitration)
     off = _run("fred-d", "MP(20)-DP(1)-PP(1)")
+    assert calls, "the estimate did not build its fabric through fred.model.estimate.build_fabric"
     assert on.exposed["stream"] >= off.exposed["stream"] - 1e-9
     assert on.exposed["stream"] - off.exposed["stream"] <= on.comm_busy["mp"]
     assert on.comm_busy["stream"] >= off.comm_busy["stream"] - 1e-9

@@ -118,11 +118,11 @@ def test_npu_validation():
 # ---- schedule pieces -----------------------------------------------------------------------------
 
 def test_balanced_split_and_units():
-    from fred.model.schedule import _balanced_split, _units
-    assert _balanced_split([1] * 10, 3) == [0, 3, 7]
-    assert _balanced_split([5, 1, 1, 1, 1, 1], 3) == [0, 1, 3]
-    assert _balanced_split([1, 1], 5) == [0, 1]
-    u = _units(load_workload("gpt3-175b"))
+    from fred.model.schedule_layout import balanced_split, streaming_units
+    assert balanced_split([1] * 10, 3) == [0, 3, 7]
+    assert balanced_split([5, 1, 1, 1, 1, 1], 3) == [0, 1, 3]
+    assert balanced_split([1, 1], 5) == [0, 1]
+    u = streaming_units(load_workload("gpt3-175b"))
     assert len(u) == 96 and u[0][0].kind == "embedding" and u[-1][-1].kind == "logits"
     assert sum(len(x) for x in u) == len(load_workload("gpt3-175b").layers)
 
@@ -141,8 +141,9 @@ def test_stationary_memory_check():
     # full recomputation keeps one 2 s h input per transformer layer and sequence, plus the
     # working set of one layer being recomputed (one microbatch of 2 sequences)
     from fred.model import memory as M
-    from fred.model.schedule import _layout, memory_plan
-    lay = _layout(w, (2, 5, 2), "weight-stationary", C.default_npu(), 4, 4)
+    from fred.model.schedule import memory_plan
+    from fred.model.schedule_layout import plan_layout
+    lay = plan_layout(w, (2, 5, 2), "weight-stationary", C.default_npu(), 4, 4)
     plan = memory_plan(w, (2, 5, 2), lay, M.POLICIES["recompute"], 8, 16, C.default_npu())
     st = plan.busiest()
     # one s x h fp16 tensor per transformer layer (and for the embedding output and logits input)
