@@ -62,6 +62,17 @@ def _extreme_per_node(n_nodes, nodes, classes, levels, lowest):
     return out
 
 
+def _segments(ptr, flat, ids):
+    """``flat[ptr[i]:ptr[i+1]]`` for i in ids, concatenated (no owner index): slices for a few
+    ids, :func:`_gather` for many."""
+    if ids.size == 0:
+        return flat[:0]
+    if ids.size <= 16:
+        segs = [flat[ptr[i]:ptr[i + 1]] for i in ids.tolist()]
+        return segs[0] if len(segs) == 1 else np.concatenate(segs)
+    return _gather(ptr, flat, ids)[0]
+
+
 class _Engine:
     """The state of one run: the graph as arrays, then per task its start/finish and the
     active flows (``act``, remaining bytes ``rem``, ``rate``) with their (flow, link) incidence,
@@ -207,7 +218,7 @@ class _Engine:
         become ``pending``."""
         done = self.done_now
         self.finish[done] = self.t
-        nxt, _ = _gather(self.s_ptr, self.s_idx, done)
+        nxt = _segments(self.s_ptr, self.s_idx, done)
         self.done_now = np.zeros(0, dtype=np.int64)
         if nxt.size:
             np.subtract.at(self.indeg, nxt, 1)

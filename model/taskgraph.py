@@ -274,14 +274,16 @@ class TaskGraph:
         dsts = np.asarray(dsts, dtype=np.int64).ravel()
         if self._kind.n + srcs.size > MAX_TASKS:  # each pair becomes a flow: refuse before routing
             raise _too_many_tasks()
-        out = np.empty(srcs.size, dtype=np.int64)
-        cache = {}
-        for i, (s, d) in enumerate(zip(srcs.tolist(), dsts.tolist())):
-            p = cache.get((s, d))
-            if p is None:
-                p = cache[(s, d)] = self.path_unicast(s, d)
-            out[i] = p
-        return out
+        if srcs.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        # each distinct pair once, in the order of first appearance (new paths get their ids
+        # in that order, as if the pairs were looked up one by one)
+        uniq, first, inv = np.unique(srcs * self.topo.num_nodes + dsts, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        pids = np.empty(uniq.size, dtype=np.int64)
+        for j, s, d in zip(order.tolist(), srcs[first[order]].tolist(), dsts[first[order]].tolist()):
+            pids[j] = self.path_unicast(s, d)
+        return pids[inv.ravel()]
 
     def path_multicast(self, src, dsts, order=None) -> int:
         """Path id of the multicast tree from ``src`` (union of its routes; ``order``: grid
