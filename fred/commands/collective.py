@@ -83,6 +83,10 @@ def add_arguments(p):
     p.add_argument("--size", type=size("--size"), default="1GiB",
                    help=f"bytes per NPU, a whole number: 1GiB, 64MiB, 1e9, 4096 (1 B to 2^50 B = "
                         f"{MAX_BYTES / 2**50:.0f} PiB; default 1GiB)")
+    p.add_argument("--size-is", choices=("input", "output"), default=None,
+                   help="what --size counts for all-gather and reduce-scatter: each NPU's input or output "
+                        "buffer (default: input with --network, as ASTRA-sim; output with --fabric; "
+                        "all-reduce and the other ops: the buffer each NPU holds either way)")
     p.add_argument("--algorithm", type=choice("--algorithm", _algorithm), default="auto",
                    help="auto (fabric default), ring, ring2, hier2d, hier-ring, hierarchical, in-switch, "
                         "direct, shift")
@@ -116,6 +120,30 @@ def _check(args):
             raise ValueError("--strategy needs --phase mp, dp or pp")
     elif args.phase:
         raise ValueError("--phase needs --strategy")
+
+
+#: ops whose input and output per NPU differ by the group size (input x p = output for all-gather)
+SIZED_OPS = {"all-gather": "output", "reduce-scatter": "input"}
+
+
+def size_is(args) -> str:
+    """What ``--size`` counts: ``input`` or ``output`` (default input with --network, as
+    ASTRA-sim's comm sizes; output with --fabric, the model's own convention)."""
+    return args.size_is or ("input" if args.network else "output")
+
+
+def model_bytes(args, groups) -> int:
+    """The model's per-NPU size (All-Gather: output, Reduce-Scatter: input; other ops: --size)
+    for the user's ``--size`` under ``--size-is``."""
+    native = SIZED_OPS.get(args.op)
+    if native is None or size_is(args) == native:
+        return args.size
+    sizes = {len(g) for g in groups}
+    if len(sizes) > 1:
+        raise ValueError(f"--size-is {size_is(args)}: groups of different sizes ({', '.join(map(str, sorted(sizes)))} "
+                         f"NPUs) give different {native} sizes for {args.op}; give groups of one size")
+    # all-gather: output = p x input; reduce-scatter: input = p x output
+    return args.size * sizes.pop()
 
 
 def _topologies(args):
@@ -156,12 +184,14 @@ def _groups(args, topo):
     return out, None
 
 
-def _result(topo, r, strat, groups) -> dict:
-    """One result of the JSON document (units in the key names)."""
+def _result(topo, r, strat, groups, args) -> dict:
+    """One result of the JSON document (units in the key names): ``size_bytes`` is ``--size`` as
+    given, ``size_is`` what it counts, ``model_bytes_per_npu`` the model's per-NPU size."""
     d = r.as_dict()
     return {
         "fabric": topo.fabric or topo.name, "topology": d["topology"], "op": d["op"],
-        "strategy": strat, "groups": d["groups"], "size_bytes": d["nbytes"],
+        "strategy": strat, "groups": d["groups"], "size_bytes": args.size, "size_is": size_is(args),
+        "model_bytes_per_npu": d["nbytes"],
         "algorithm": d["algorithm"], "chunks": d["chunks"], "time_s": d["time_s"],
         "bytes_sent_per_npu": d["bytes_sent_per_npu"], "bytes_sent_max": d["bytes_sent_max"],
         "bytes_received_per_npu": d["bytes_received_per_npu"],
@@ -187,14 +217,14 @@ def run(args):
         groups, strat = _groups(args, topo)
         if args.root is not None and args.root >= topo.npus:
             raise ValueError(f"--root {args.root} is not an NPU of {topo.name} (0..{topo.npus - 1})")
-        plan.append((topo, groups, strat))
+        plan.append((topo, groups, strat, model_bytes(args, groups)))
     from fred.model.collectives import collective_time
 
     rows = []
-    for topo, groups, strat in plan:
-        r = collective_time(topo, args.op, groups, args.size, algorithm=args.algorithm, chunks=args.chunks,
+    for topo, groups, strat, nb in plan:
+        r = collective_time(topo, args.op, groups, nb, algorithm=args.algorithm, chunks=args.chunks,
                             root=args.root, timing=timing)
-        rows.append(_result(topo, r, strat, groups))
+        rows.append(_result(topo, r, strat, groups, args))
     if args.json:
         from .jsonout import document, dumps
 
@@ -206,7 +236,8 @@ def run(args):
         ng = len(d["groups"])
         gtxt = d["group_text"] + (f" ({ng} groups)" if ng > 1 else "")
         alg_txt = d["algorithm"] if isinstance(d["algorithm"], str) else ",".join(sorted(set(d["algorithm"])))
-        lines.append((d["topology"], d["op"], gtxt, fmt_size(d["size_bytes"]), alg_txt, fmt_time(d["time_s"]),
+        stxt = fmt_size(d["size_bytes"]) + (f" {d['size_is'][:-3]}" if d["op"] in SIZED_OPS else "")
+        lines.append((d["topology"], d["op"], gtxt, stxt, alg_txt, fmt_time(d["time_s"]),
                       fmt_size(d["bytes_sent_per_npu"]), fmt_bw(d["algorithm_bandwidth_Bps"]),
                       fmt_bw(d["npu_effective_bandwidth_Bps"])))
     widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(head)]
