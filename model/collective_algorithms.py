@@ -273,7 +273,9 @@ def _in_network(topo) -> bool:
 
 def _need_in_network(topo):
     if not _in_network(topo):
-        raise ValueError(f"algorithm 'in-switch' needs switches with in-network reduction; {topo.name!r} has none")
+        how = ("; mark a Switch dimension with the YAML key in_network (fred collective --in-network-dims)"
+               if topo.meta.get("yaml") else "")
+        raise ValueError(f"algorithm 'in-switch' needs switches with in-network reduction; {topo.name!r} has none{how}")
 
 
 def _plan_reduction_op(sim, op, g, alg):
@@ -284,6 +286,8 @@ def _plan_reduction_op(sim, op, g, alg):
     if p == 1:
         return [], alg, 1
     if alg == "in-switch":
+        if topo.meta.get("in_network_dims") and not _in_network(topo):
+            return _plan_in_switch_multidim(sim, g, kind), alg, DEFAULT_CHUNKS["hierarchical"]
         _need_in_network(topo)
         if op == "all-reduce":
             pid = sim.path_allreduce(g, _lca(topo, g))
@@ -296,6 +300,43 @@ def _plan_reduction_op(sim, op, g, alg):
     if alg in ("direct", "shift"):
         raise ValueError(f"algorithm {alg!r} is for all-to-all, not {op}")
     return _reduction_plan(topo, alg, g, kind), alg, DEFAULT_CHUNKS.get(alg, 1)
+
+
+def _dim_lines(topo, d):
+    """[R, n] NPU ids of the lines of dimension ``d`` of a multi-dimensional topology."""
+    _, n, stride, _ = topo.meta["dims"][d]
+    ids = np.arange(topo.npus)
+    base = ids[(ids // stride) % n == 0]
+    return base[:, None] + stride * np.arange(n)[None, :]
+
+
+def _plan_in_switch_multidim(sim, g, kind):
+    """In-switch All-Reduce on a multi-dimensional YAML network whose ``in_network`` Switch
+    dimensions reduce: ring Reduce-Scatter over the other dimensions (in order), one in-switch
+    All-Reduce flow per line of each reducing dimension (one dimension after another) on what
+    is left, ring All-Gather back down."""
+    topo = sim.topo
+    if kind != "ar":
+        raise ValueError(f"algorithm 'in-switch' on a multi-dimensional network runs all-reduce only; "
+                         f"use hierarchical for {'reduce-scatter' if kind == 'rs' else 'all-gather'}")
+    if set(g) != set(range(topo.npus)):
+        raise ValueError(f"algorithm 'in-switch' on a multi-dimensional network needs the whole network as group, "
+                         f"not {_fmt(g)}")
+    inn = set(topo.meta["in_network_dims"])
+    dims = [d for d, dm in enumerate(topo.meta["dims"]) if dm[1] > 1]
+    rings = [_dim_lines(topo, d) for d in dims if d not in inn]
+    phases = _levels_rs_ag(rings, False, "rs") if rings else []
+    scale = 1.0 / math.prod(r.shape[1] for r in rings)
+    for d in dims:
+        if d in inn:
+            trees = []
+            for line in _dim_lines(topo, d).tolist():
+                sw = int(topo.link_dst[topo.path(line[0], line[1])[0]])
+                trees.append((sim.path_allreduce(line, sw), line))
+            phases.append(Trees(trees, scale))
+    if rings:
+        phases += _levels_rs_ag(rings, False, "ag")
+    return [(1.0, phases)]
 
 
 def _plan_all_to_all(g, alg):

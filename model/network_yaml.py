@@ -6,6 +6,7 @@ Format (one entry per dimension, dimension 0 = innermost, i.e. NPU ids vary fast
     npus_count: [ 4, 8 ]            # NPUs along each dimension (total = product)
     bandwidth: [ 50.0, 25.0 ]       # GB/s per link, each direction
     latency: [ 500.0, 500.0 ]       # ns per link (hop)
+    in_network: [ false, true ]     # optional (ours): this Switch dimension reduces in-network
 
 Unit conventions (ours, stated): bandwidth is in GB/s with **1 GB = 1e9 bytes** by default and
 latency is in nanoseconds per link. Upstream astra-network-analytical converts GB/s with
@@ -13,8 +14,10 @@ latency is in nanoseconds per link. Upstream astra-network-analytical converts G
 to the file (our extension) or pass ``gb_bytes=2**30`` to :func:`load_topology`. Every link is
 bidirectional with the given bandwidth in each direction; a Switch dimension has one switch per
 line with NPU<->switch links (so crossing it is two hops) and no traversal latency or in-network
-reduction (as in ASTRA-sim's analytical backend); a Ring of 2 NPUs is one link pair. Routing is
-dimension-order, shortest direction on rings.
+reduction (as in ASTRA-sim's analytical backend) unless ``in_network`` marks it (our extension:
+one bool per dimension, true only on a Switch: its switches reduce and multicast, so
+``algorithm="in-switch"`` runs; still no traversal latency); a Ring of 2 NPUs is one link pair.
+Routing is dimension-order, shortest direction on rings.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ _Loader.add_implicit_resolver(
     list("-+0123456789."))
 _TO_DIM = {"Ring": "ring", "Switch": "switch", "FullyConnected": "fc"}
 _FROM_DIM = {"ring": "Ring", "switch": "Switch", "fc": "FullyConnected"}
-_KEYS = ("topology", "npus_count", "bandwidth", "latency", "gb_bytes")
+_KEYS = ("topology", "npus_count", "bandwidth", "latency", "gb_bytes", "in_network")
 
 
 @dataclass
@@ -71,6 +74,8 @@ class NetworkSpec:
     latency: list[float]
     gb_bytes: float = GB
     name: str = field(default="", compare=False)
+    #: per dimension: its switches reduce and multicast in-network (Switch dimensions only)
+    in_network: list[bool] | None = None
 
     def __post_init__(self):
         n = len(self.topology)
@@ -100,6 +105,17 @@ class NetworkSpec:
                 check_number(f"{key}[{i}]", v, low, high, unit, low_open=key == "bandwidth")
             setattr(self, key, [float(v) for v in vals])
         self.gb_bytes = check_number("gb_bytes", self.gb_bytes, 1, MAX_GB_BYTES, "bytes per GB")
+        self.in_network = _check_in_network(self.in_network, self.topology)
+
+    def mark_in_network(self, dims) -> None:
+        """Mark dimensions ``dims`` (indices) as reducing in-network (Switch dimensions only)."""
+        flags = list(self.in_network)
+        for d in dims:
+            if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < len(flags):
+                raise ValueError(f"in-network dimension {d!r} is not a dimension of this network "
+                                 f"(0..{len(flags) - 1})")
+            flags[d] = True
+        self.in_network = _check_in_network(flags, self.topology)
 
     @property
     def npus(self) -> int:
@@ -109,9 +125,21 @@ class NetworkSpec:
         dims = [(_TO_DIM[k], n, bw * self.gb_bytes, lat * NS)
                 for k, n, bw, lat in zip(self.topology, self.npus_count, self.bandwidth, self.latency)]
         nm = name or self.name or "x".join(f"{k}({n})" for k, n in zip(self.topology, self.npus_count))
-        topo = multidim(dims, nm)
+        inn = [d for d, f in enumerate(self.in_network) if f]
+        single = len(dims) == 1 and bool(inn)
+        # one reducing switch: a tree (the in-switch algorithms of the wafer fabrics apply as is);
+        # several dimensions: the in-switch plan reduces per line of each marked dimension
+        topo = multidim(dims, nm, multicast=single, in_network_reduction=single)
         topo.meta["yaml"] = True
         topo.meta["network_spec"] = self
+        topo.meta["in_network_dims"] = tuple(inn)
+        if single:
+            sw = topo.meta["dims"][0][3][0]
+            topo.meta["parent"] = {i: sw for i in range(topo.npus)}
+            topo.meta["parent"][sw] = None
+            topo.meta["l1_of"] = [0] * topo.npus
+            topo.meta["l1_nodes"] = [sw]
+            topo.meta["root"] = sw
         return topo
 
     def to_dict(self) -> dict:
@@ -119,6 +147,8 @@ class NetworkSpec:
              "bandwidth": list(self.bandwidth), "latency": list(self.latency)}
         if self.gb_bytes != GB:
             d["gb_bytes"] = self.gb_bytes
+        if any(self.in_network):
+            d["in_network"] = list(self.in_network)
         return d
 
     def to_yaml(self) -> str:
@@ -130,7 +160,24 @@ class NetworkSpec:
         ]
         if self.gb_bytes != GB:
             lines.append(f"gb_bytes: {self.gb_bytes:g}")
+        if any(self.in_network):
+            lines.append(f"in_network: [ {', '.join('true' if f else 'false' for f in self.in_network)} ]")
         return "\n".join(lines) + "\n"
+
+
+def _check_in_network(flags, kinds) -> list[bool]:
+    """``in_network`` as one bool per dimension (None: all false); true only on a Switch."""
+    if flags is None:
+        return [False] * len(kinds)
+    flags = list(flags) if isinstance(flags, (list, tuple)) else [flags]
+    if len(flags) != len(kinds):
+        raise ValueError(f"'in_network' has {len(flags)} entries but 'topology' has {len(kinds)}")
+    for i, (f, k) in enumerate(zip(flags, kinds)):
+        if not isinstance(f, bool):
+            raise ValueError(f"in_network[{i}] must be true or false, got {f!r}")
+        if f and k != "Switch":
+            raise ValueError(f"in_network[{i}]: dimension {i} is a {k}; only a Switch reduces in-network")
+    return flags
 
 
 def _num(v: float) -> str:
@@ -168,7 +215,7 @@ def parse_network_yaml(text: str, where: str = "<string>") -> NetworkSpec:
     try:
         return NetworkSpec(as_list("topology"), as_list("npus_count"), as_list("bandwidth"), as_list("latency"),
                            data.get("gb_bytes", GB), name=os.path.splitext(os.path.basename(where))[0]
-                           if where != "<string>" else "")
+                           if where != "<string>" else "", in_network=data.get("in_network"))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{exc} (in {where})") from None
 
@@ -185,11 +232,17 @@ def load_network_yaml(path) -> NetworkSpec:
     return parse_network_yaml(text, path)
 
 
-def load_topology(path, gb_bytes: float | None = None) -> Topology:
-    """Build a :class:`Topology` from an ASTRA-sim analytical YAML file."""
+def load_topology(path, gb_bytes: float | None = None, in_network=()) -> Topology:
+    """Build a :class:`Topology` from an ASTRA-sim analytical YAML file (``in_network``: more
+    dimension indices whose switches reduce in-network, besides the file's own)."""
     spec = load_network_yaml(path)
     if gb_bytes is not None:
         spec.gb_bytes = gb_bytes
+    if in_network:
+        try:
+            spec.mark_in_network(list(in_network))
+        except ValueError as exc:
+            raise ValueError(f"{exc} (in {os.fspath(path)})") from None
     return spec.build()
 
 
@@ -215,5 +268,9 @@ def spec_from_topology(topo: Topology, gb_bytes: float = GB) -> NetworkSpec:
     def tidy(v):  # undo the unit conversion's rounding (20 ns -> 19.999999999999996)
         return float(f"{v:.12g}")
 
+    inn = set(topo.meta.get("in_network_dims", ()))
+    if topo.in_network_reduction and len(spec) == 1:
+        inn.add(0)
     return NetworkSpec(kinds, [n for _, n, _, _ in spec], [tidy(bw / gb_bytes) for _, _, bw, _ in spec],
-                       [tidy(lat / NS) for _, _, _, lat in spec], gb_bytes)
+                       [tidy(lat / NS) for _, _, _, lat in spec], gb_bytes,
+                       in_network=[d in inn and k == "Switch" for d, k in enumerate(kinds)])

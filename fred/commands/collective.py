@@ -72,6 +72,10 @@ def add_arguments(p):
                    help="mesh, fred-a, fred-b, fred-c, fred-d, a comma list, or all (default mesh)")
     p.add_argument("--network", type=name("--network"), metavar="FILE.yml",
                    help="ASTRA-sim analytical network YAML (instead of --fabric)")
+    p.add_argument("--in-network-dims", action=ListOption, item=integer("--in-network-dims", 0, 63),
+                   metavar="DIMS",
+                   help="dimensions of --network (0-based, a comma list) whose Switch reduces and multicasts "
+                        "in-network, as the YAML key in_network (then --algorithm in-switch runs)")
     p.add_argument("--op", type=choice("--op", _op), default="all-reduce",
                    help="all-reduce, reduce-scatter, all-gather, all-to-all, reduce, broadcast, multicast, p2p, "
                         "io-broadcast, io-reduce (default all-reduce)")
@@ -109,6 +113,7 @@ def _check(args):
         refuse_unused("--fabric", args.fabric, "does not apply with --network (the YAML file is the network)")
     else:
         refuse_unused("--gb-bytes", args.gb_bytes, "only applies with --network")
+        refuse_unused("--in-network-dims", args.in_network_dims, "only applies with --network")
         if args.fabric and "all" in args.fabric and len(args.fabric) > 1:
             raise ValueError(f"--fabric {','.join(args.fabric)}: 'all' already names every fabric")
     if args.op not in ROOT_OPS:
@@ -153,7 +158,7 @@ def _topologies(args):
     if args.network:
         from fred.model.network_yaml import load_topology  # (PyYAML: only for --network)
 
-        return [load_topology(args.network, args.gb_bytes)]
+        return [load_topology(args.network, args.gb_bytes, args.in_network_dims or ())]
     names = args.fabric or ["mesh"]
     return [build_fabric(n) for n in (FABRICS if names == ["all"] else names)]
 
