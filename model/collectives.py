@@ -24,6 +24,7 @@ from fred.contract.checks import check_number
 
 from . import engine
 from .collective_algorithms import build_plan, canonical_op, io_tree_order
+from .chunking import auto_chunks
 from .collective_phases import Builder, merge_plans, run_plan
 from .parallel_groups import parse_group
 from .taskgraph import TaskGraph, check_bytes
@@ -52,9 +53,9 @@ def expand(sim: TaskGraph, op, group, nbytes, deps=(), algorithm=None, chunks=No
     """Add collective ``op`` to ``sim``; returns the TaskId of the whole collective."""
     op = canonical_op(op)
     nb = check_bytes(nbytes)
-    if chunks is not None:
+    if chunks is not None and chunks != "plan":
         if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
-            raise ValueError(f"chunks must be a positive integer, got {chunks!r}")
+            raise ValueError(f"chunks must be a positive integer, None or 'plan', got {chunks!r}")
     groups = _normalize_groups(sim.topo, group)
     dl = sim.check_deps(deps)
     lab = sim.label_id(label or op)
@@ -68,7 +69,7 @@ def expand(sim: TaskGraph, op, group, nbytes, deps=(), algorithm=None, chunks=No
             None if io is None else tuple(io), nb)
     hit = cache.get(bkey)
     if hit is not None:
-        block, algs = hit
+        block, algs, sim.last_chunks = hit
         sim.last_algorithms = list(algs)
         join = sim.replay(block, begin, lab)
         sim.add_span(begin, join)
@@ -83,7 +84,15 @@ def expand(sim: TaskGraph, op, group, nbytes, deps=(), algorithm=None, chunks=No
             r = cache[key] = build_plan(sim, op, g, algorithm, root=root, io=io)
         built.append(r)
     sim.last_algorithms = [alg for _, alg, _ in built]
-    cks = [int(chunks or dc) for _, _, dc in built]
+    # pieces: as given, else one count for all the groups, chosen from their plans together
+    # (concurrent groups contend, which the estimate sees); a function of the key's fields
+    if chunks == "plan":
+        cks = [int(dc) for _, _, dc in built]
+    else:
+        c = int(chunks) if chunks else _auto(sim, bkey[:4] + bkey[5:], [s for p, _, _ in built for s in p], nb)
+        cks = [c] * len(built)
+    c = cks[0] if len(set(cks)) == 1 else cks
+    sim.last_chunks = c
     todo = list(zip(groups, [p for p, _, _ in built], cks))
     if len(todo) > 1 and len(set(cks)) == 1:
         flat = [m for g in groups for m in g]
@@ -114,8 +123,18 @@ def expand(sim: TaskGraph, op, group, nbytes, deps=(), algorithm=None, chunks=No
     else:
         sim.add_edges(begin, join)
     sim.add_span(begin, join)
-    cache[bkey] = (sim.record(begin, first_edge), list(sim.last_algorithms))
+    cache[bkey] = (sim.record(begin, first_edge), list(sim.last_algorithms), c)
     return join
+
+
+def _auto(sim, key, plan, nb) -> int:
+    """Pieces for ``plan`` (the streams of every group of collective ``key``) moving ``nb``
+    bytes per NPU: :func:`fred.model.chunking.auto_chunks`, remembered per graph."""
+    ckey = ("chunks", key)
+    c = sim.plan_cache.get(ckey)
+    if c is None:
+        c = sim.plan_cache[ckey] = auto_chunks(sim, plan, nb) if plan else 1
+    return c
 
 
 # ---- convenience ------------------------------------------------------------------------------
@@ -175,7 +194,7 @@ def collective_time(fabric, op, group=None, nbytes=2**30, *, algorithm=None, chu
     t = expand(graph, op, groups, nbytes, algorithm=algorithm, chunks=chunks, root=root, io=io)
     algs = list(graph.last_algorithms)
     res = engine.run(graph)
-    return CollectiveResult(topo, op, groups, float(nbytes), algs, chunks, res, t)
+    return CollectiveResult(topo, op, groups, float(nbytes), algs, graph.last_chunks, res, t)
 
 
 def io_tree_load(topo, groups, reduce=False) -> np.ndarray:

@@ -84,8 +84,10 @@ class Sim(TaskGraph):
         ``algorithm=None`` picks the fabric default (mesh: hierarchical 2D with two chunks in
         opposite directions for wafer-wide groups, logical rings for sub-groups; fred-a/c:
         hierarchical ring; fred-b/d: in-switch tree). ``group`` may also be a list of groups
-        (all run at once; the returned task completes when all are done). ``chunks=None`` is the
-        algorithm's default (1; 4 for hier-ring/hierarchical; 16 for io-broadcast/io-reduce).
+        (all run at once; the returned task completes when all are done). ``chunks=None``: pieces
+        chosen from the plan, the size and the hop latencies (:mod:`fred.model.chunking`);
+        ``chunks="plan"``: the algorithm's fixed count (1; 4 for hier-ring/hierarchical; 16 for
+        io-broadcast/io-reduce), what the training schedule uses.
         Options: ``root`` (reduce/broadcast, default group[0]), ``io`` (I/O controller node ids
         for io-* ops, default all). ``priority``: see :meth:`transfer` (default 0: all equal).
         """

@@ -89,6 +89,7 @@ class TaskGraph:
         self.plan_cache: dict = {}
         #: algorithm names of the last collective added (one per group)
         self.last_algorithms: list[str] = []
+        self.last_chunks: int = 1
         self._sw_lat = self.timing.latency_s
         eff = float(getattr(topo, "link_efficiency", 1.0))
         if not 0 < eff <= 1:
@@ -246,6 +247,10 @@ class TaskGraph:
     def path_links(self, pid: int) -> np.ndarray:
         """The link ids of path ``pid`` (sorted, each once)."""
         return self._p_links[pid]
+
+    def path_latency(self, pid: int) -> float:
+        """Seconds path ``pid`` adds after its last byte (its slowest source-destination route)."""
+        return self._p_lat[pid]
 
     def _lat(self, src, dst, order=None) -> float:
         return self.topo.path_latency(src, dst, self.timing, order)
