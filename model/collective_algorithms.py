@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from .collective_multidim import best_algorithm, in_switch_plan, multi_ring_plan
 from .collective_phases import Ring, Shift, Trees, Unicasts
 from .taskgraph import TaskGraph
 
@@ -35,7 +36,7 @@ __all__ = ["OPS", "ALGORITHMS", "DEFAULT_CHUNKS", "canonical_op", "canonical_alg
 
 OPS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "reduce", "broadcast", "multicast",
        "p2p", "io-broadcast", "io-reduce")
-ALGORITHMS = ("ring", "ring2", "hier2d", "hier-ring", "hierarchical", "in-switch", "direct", "shift")
+ALGORITHMS = ("ring", "ring2", "hier2d", "hier-ring", "hierarchical", "multi-ring", "in-switch", "direct", "shift")
 
 _OP_ALIASES = {
     "allreduce": "all-reduce", "ar": "all-reduce", "reducescatter": "reduce-scatter", "rs": "reduce-scatter",
@@ -46,7 +47,7 @@ _OP_ALIASES = {
 }
 
 #: default pieces per stream (ours): enough to pipeline hierarchical phases and I/O streaming
-DEFAULT_CHUNKS = {"hier-ring": 4, "hierarchical": 4, "io": 16}
+DEFAULT_CHUNKS = {"hier-ring": 4, "hierarchical": 4, "multi-ring": 4, "io": 16}
 
 
 def canonical_op(op: str) -> str:
@@ -63,7 +64,8 @@ def canonical_algorithm(alg) -> str | None:
     k = str(alg).strip().lower().replace("_", "-")
     k = {"auto": None, "default": None, "tree": "in-switch", "innetwork": "in-switch", "in-network": "in-switch",
          "inswitch": "in-switch", "hierring": "hier-ring", "hierarchical-ring": "hier-ring", "2d": "hier2d",
-         "hier-2d": "hier2d", "ring-bidir": "ring2", "bidir-ring": "ring2", "hier": "hierarchical"}.get(k, k)
+         "hier-2d": "hier2d", "ring-bidir": "ring2", "bidir-ring": "ring2", "hier": "hierarchical",
+         "multiring": "multi-ring", "torus": "multi-ring"}.get(k, k)
     if k is not None and k not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {alg!r}; known: auto, {', '.join(ALGORITHMS)}")
     return k
@@ -221,6 +223,10 @@ def _reduction_plan(topo, alg, group, kind):
         if not levels:
             return []
         return [(1.0, _levels_rs_ag(levels, False, kind))]
+    if alg == "multi-ring":
+        if _multidim_levels(topo, g) is None:
+            raise ValueError(f"algorithm 'multi-ring' needs a multi-dimensional topology and the whole of it as group, not {_fmt(g)}")
+        return multi_ring_plan(topo, kind)
     if alg == "hierarchical":
         levels = _multidim_levels(topo, g)
         if levels is None:
@@ -249,6 +255,9 @@ def build_plan(sim: TaskGraph, op: str, group, algorithm=None, root=None, io=Non
     g = list(group)
     alg = canonical_algorithm(algorithm) or default_algorithm(topo, op, g)
     if op in ("all-reduce", "reduce-scatter", "all-gather"):
+        if algorithm is None and alg in ("hierarchical", "ring") and topo.meta.get("yaml") \
+                and not _in_network(topo) and _multidim_levels(topo, g):
+            alg = _best_yaml(sim, op, g, alg)
         return _plan_reduction_op(sim, op, g, alg)
     if op == "all-to-all":
         return _plan_all_to_all(g, alg)
@@ -287,7 +296,10 @@ def _plan_reduction_op(sim, op, g, alg):
         return [], alg, 1
     if alg == "in-switch":
         if topo.meta.get("in_network_dims") and not _in_network(topo):
-            return _plan_in_switch_multidim(sim, g, kind), alg, DEFAULT_CHUNKS["hierarchical"]
+            if set(g) != set(range(topo.npus)):
+                raise ValueError(f"algorithm 'in-switch' on a multi-dimensional network needs the whole network "
+                                 f"as group, not {_fmt(g)}")
+            return in_switch_plan(sim, kind), alg, DEFAULT_CHUNKS["hierarchical"]
         _need_in_network(topo)
         if op == "all-reduce":
             pid = sim.path_allreduce(g, _lca(topo, g))
@@ -302,41 +314,17 @@ def _plan_reduction_op(sim, op, g, alg):
     return _reduction_plan(topo, alg, g, kind), alg, DEFAULT_CHUNKS.get(alg, 1)
 
 
-def _dim_lines(topo, d):
-    """[R, n] NPU ids of the lines of dimension ``d`` of a multi-dimensional topology."""
-    _, n, stride, _ = topo.meta["dims"][d]
-    ids = np.arange(topo.npus)
-    base = ids[(ids // stride) % n == 0]
-    return base[:, None] + stride * np.arange(n)[None, :]
-
-
-def _plan_in_switch_multidim(sim, g, kind):
-    """In-switch All-Reduce on a multi-dimensional YAML network whose ``in_network`` Switch
-    dimensions reduce: ring Reduce-Scatter over the other dimensions (in order), one in-switch
-    All-Reduce flow per line of each reducing dimension (one dimension after another) on what
-    is left, ring All-Gather back down."""
+def _best_yaml(sim, op, g, plain):
+    """The default on a YAML network over all of it: the plain default (``ring`` on one
+    dimension, else ``hierarchical``), in-switch (where a dimension reduces, All-Reduce only)
+    or multi-ring, whichever has the smallest bandwidth bound (the plain one on a tie)."""
     topo = sim.topo
-    if kind != "ar":
-        raise ValueError(f"algorithm 'in-switch' on a multi-dimensional network runs all-reduce only; "
-                         f"use hierarchical for {'reduce-scatter' if kind == 'rs' else 'all-gather'}")
-    if set(g) != set(range(topo.npus)):
-        raise ValueError(f"algorithm 'in-switch' on a multi-dimensional network needs the whole network as group, "
-                         f"not {_fmt(g)}")
-    inn = set(topo.meta["in_network_dims"])
-    dims = [d for d, dm in enumerate(topo.meta["dims"]) if dm[1] > 1]
-    rings = [_dim_lines(topo, d) for d in dims if d not in inn]
-    phases = _levels_rs_ag(rings, False, "rs") if rings else []
-    scale = 1.0 / math.prod(r.shape[1] for r in rings)
-    for d in dims:
-        if d in inn:
-            trees = []
-            for line in _dim_lines(topo, d).tolist():
-                sw = int(topo.link_dst[topo.path(line[0], line[1])[0]])
-                trees.append((sim.path_allreduce(line, sw), line))
-            phases.append(Trees(trees, scale))
-    if rings:
-        phases += _levels_rs_ag(rings, False, "ag")
-    return [(1.0, phases)]
+    kind = {"all-reduce": "ar", "reduce-scatter": "rs", "all-gather": "ag"}[op]
+    plans = {plain: _reduction_plan(topo, plain, g, kind)}
+    if topo.meta.get("in_network_dims") and kind == "ar":
+        plans["in-switch"] = in_switch_plan(sim, kind)
+    plans["multi-ring"] = multi_ring_plan(topo, kind)
+    return best_algorithm(sim, plans)
 
 
 def _plan_all_to_all(g, alg):
@@ -419,7 +407,7 @@ def _plan_io(sim, op, g, alg, algorithm, io):
     n_io = len(ios)
     innet = _in_network(topo)
     grid = topo.routing == "grid" and "io_port" in topo.meta
-    endpoint = ("ring", "ring2", "hier2d", "hier-ring", "hierarchical")
+    endpoint = ("ring", "ring2", "hier2d", "hier-ring", "hierarchical", "multi-ring")
     if op == "io-broadcast":
         if topo.multicast:
             trees = [(sim.path_multicast(x, g, io_tree_order(topo, x, False)), [x] + g) for x in ios]

@@ -1,0 +1,74 @@
+"""Every port at once on multi-dimensional YAML networks: multi-ring, the default where it is
+the best plan (issue 16)."""
+
+import json
+
+import pytest
+
+from fred.cli import main
+from fred.model.collectives import collective_time
+from fred.model.network_yaml import parse_network_yaml
+
+GiB = 2**30
+
+
+def net(kinds, counts, bws, lat=500.0):
+    return parse_network_yaml(f"topology: [ {', '.join(kinds)} ]\nnpus_count: {list(counts)}\n"
+                              f"bandwidth: {list(bws)}\nlatency: {[lat] * len(kinds)}\n").build()
+
+
+def ports_bound(p, d, ports, bw, factor):
+    """Every NPU moves factor x (p-1)/p x D over its ports (All-Reduce: 2, RS/AG: 1)."""
+    return factor * (p - 1) / p * d / (ports * bw)
+
+
+@pytest.mark.parametrize("op, factor", [("all-reduce", 2), ("reduce-scatter", 1), ("all-gather", 1)])
+def test_torus_8x8_default_within_10_percent_of_the_port_bound(op, factor):
+    topo = net(["Ring", "Ring"], [8, 8], [100.0, 100.0])
+    r = collective_time(topo, op, None, GiB)
+    assert r.algorithms == ["multi-ring"]
+    bound = ports_bound(64, GiB, 4, 100e9, factor)
+    assert bound <= r.time <= 1.1 * bound
+    plain = collective_time(topo, op, None, GiB, algorithm="hierarchical")
+    assert plain.time > 2 * r.time            # one direction, one dimension at a time
+
+
+def test_torus_4x4x4_uses_six_ports():
+    r = collective_time(net(["Ring"] * 3, [4, 4, 4], [50.0] * 3), "all-reduce", None, GiB)
+    bound = ports_bound(64, GiB, 6, 50e9, 2)
+    assert r.algorithms == ["multi-ring"] and bound <= r.time <= 1.1 * bound
+
+
+def test_one_ring_default_is_bidirectional():
+    r = collective_time(net(["Ring"], [8], [100.0]), "all-reduce", None, GiB)
+    bound = ports_bound(8, GiB, 2, 100e9, 2)
+    assert r.algorithms == ["multi-ring"] and bound <= r.time <= 1.02 * bound
+
+
+def test_unequal_dimensions_keep_the_hierarchy_when_it_is_better():
+    """A slow second ring: multi-ring would push half the data through it first; the plain
+    hierarchy sends it a quarter, so the default stays hierarchical and is not slower."""
+    topo = net(["Ring", "Ring"], [4, 4], [1000.0, 10.0])
+    d = collective_time(topo, "all-reduce", None, GiB)
+    m = collective_time(topo, "all-reduce", None, GiB, algorithm="multi-ring")
+    assert d.algorithms == ["hierarchical"] and d.time <= m.time
+    # a switch alone: nothing to gain, the plain ring stays
+    assert collective_time(net(["Switch"], [8], [100.0]), "all-reduce", None, GiB).algorithms == ["ring"]
+
+
+def test_sub_groups_keep_rings_and_multi_ring_needs_the_whole_network():
+    topo = net(["Ring", "Ring"], [4, 4], [100.0, 100.0])
+    assert collective_time(topo, "all-reduce", [0, 1, 2, 3], GiB).algorithms == ["ring"]
+    with pytest.raises(ValueError, match="'multi-ring' needs a multi-dimensional topology and the whole"):
+        collective_time(topo, "all-reduce", [0, 1, 2, 3], GiB, algorithm="multi-ring")
+
+
+def test_cli_names_the_algorithm(capsys, tmp_path):
+    f = tmp_path / "torus.yml"
+    f.write_text("topology: [ Ring, Ring ]\nnpus_count: [ 8, 8 ]\nbandwidth: [ 100, 100 ]\nlatency: [ 500, 500 ]\n")
+    assert main(["collective", "--network", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert " multi-ring " in out.splitlines()[1]
+    assert main(["collective", "--network", str(f), "--json"]) == 0
+    (d,) = json.loads(capsys.readouterr().out)["results"]
+    assert d["algorithm"] == "multi-ring"
