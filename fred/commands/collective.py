@@ -76,7 +76,10 @@ def add_arguments(p):
                    metavar="DIMS",
                    help="dimensions of --network (0-based, a comma list) whose Switch reduces and multicasts "
                         "in-network, as the YAML key in_network (then --algorithm in-switch runs)")
-    p.add_argument("--op", type=choice("--op", _op), default="all-reduce",
+    p.add_argument("--chakra", type=name("--chakra"), metavar="DIR",
+                   help="run a Chakra execution trace (ASTRA-sim 2.x: one <name>.<npu>.et file per NPU in DIR) on "
+                        "--network and print each collective's time; the trace gives op and size")
+    p.add_argument("--op", type=choice("--op", _op), default=None,
                    help="all-reduce, reduce-scatter, all-gather, all-to-all, reduce, broadcast, multicast, p2p, "
                         "io-broadcast, io-reduce (default all-reduce)")
     p.add_argument("--group", "-g", action="append", type=name("--group"), metavar="NPUS",
@@ -84,7 +87,7 @@ def add_arguments(p):
     p.add_argument("--strategy", "-s", type=name("--strategy"), metavar="MP(a)-DP(b)-PP(c)",
                    help="run every group of --phase at once (placement rule)")
     p.add_argument("--phase", choices=("mp", "dp", "pp"), help="parallel dimension for --strategy")
-    p.add_argument("--size", type=size("--size"), default="1GiB",
+    p.add_argument("--size", type=size("--size"), default=None,
                    help=f"bytes per NPU, a whole number: 1GiB, 64MiB, 1e9, 4096 (1 B to 2^50 B = "
                         f"{MAX_BYTES / 2**50:.0f} PiB; default 1GiB)")
     p.add_argument("--size-is", choices=("input", "output"), default=None,
@@ -109,6 +112,13 @@ def add_arguments(p):
 def _check(args):
     """Rules across options, before any work."""
     from .options import refuse_unused
+
+    if args.chakra:
+        from . import collective_chakra
+
+        collective_chakra.check(args)
+    args.op = args.op or "all-reduce"
+    args.size = args.size or 2**30
 
     if args.network:
         refuse_unused("--fabric", args.fabric, "does not apply with --network (the YAML file is the network)")
@@ -210,6 +220,20 @@ def _result(topo, r, strat, groups, args) -> dict:
     }
 
 
+def _run_chakra(args, timing):
+    from . import collective_chakra
+
+    (topo,) = _topologies(args)
+    rows = collective_chakra.run(args, topo, timing)
+    if args.json:
+        from .jsonout import document, dumps
+
+        print(dumps(document("collective", rows)))
+    else:
+        collective_chakra.print_table(rows, fmt_size, fmt_time)
+    return 0
+
+
 def run(args):
     _check(args)
     timing = None
@@ -218,6 +242,8 @@ def run(args):
         from fred.model.timing import switch_timing
 
         timing = switch_timing(load_timing(None if args.timing == "default" else args.timing))
+    if args.chakra:
+        return _run_chakra(args, timing)
     plan = []
     for topo in _topologies(args):
         groups, strat = _groups(args, topo)
