@@ -19,6 +19,7 @@ BENCHMARKS = {
     "cells": "fred.sim.tb_cells:main",
     "crossbar": "fred.sim.tb_crossbar:main",
     "network": "fred.benchmarks.network:main",
+    "bounds": "fred.benchmarks.bounds:main",
     "overlap": "fred.benchmarks.overlap:main",
     "switch": "fred.sim.measure_switch:main",
     "training": "fred.benchmarks.training:main",

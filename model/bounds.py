@@ -7,6 +7,8 @@
   in-network reduction an All-Reduce needs only ``D`` through the NPU's links (the switch adds),
   which :func:`port_bound` gives with ``in_network=True`` (Patarasuk & Yuan 2009 for the
   endpoint bound; FRED-SPEC §3 for the in-network one).
+* :func:`uplink_bound`: the same argument on a two-level tree with each L1 switch and its NPUs
+  taken as one node behind its L1<->L2 link.
 * :func:`ring_time`: the textbook ring All-Reduce ``2 (p-1)/p D / B + 2 (p-1) a`` (one
   direction; Thakur, Rabenseifner & Gropp 2005).
 """
@@ -15,18 +17,42 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FACTORS", "port_bound", "ring_time"]
+__all__ = ["FACTORS", "port_bound", "uplink_bound", "ring_time"]
 
 #: bytes each NPU must send, in units of (p-1)/p x the model's per-NPU size
 FACTORS = {"all-reduce": 2.0, "reduce-scatter": 1.0, "all-gather": 1.0, "all-to-all": 1.0}
 
 
 def _npu_out_rate(topo, npus) -> float:
-    """The smallest total outgoing payload rate (B/s) of the NPUs ``npus``."""
+    """The smallest total outgoing payload rate (B/s) of the NPUs ``npus`` into the network
+    (links to I/O controllers do not count)."""
     eff = float(getattr(topo, "link_efficiency", 1.0))
+    src = np.asarray(topo.link_src)
+    dst = np.asarray(topo.link_dst)
+    net = np.array([topo.kinds[d] != "io" for d in dst.tolist()], dtype=bool)
     out = np.zeros(topo.num_nodes)
-    np.add.at(out, np.asarray(topo.link_src), np.asarray(topo.link_bw, dtype=float))
+    np.add.at(out, src[net], np.asarray(topo.link_bw, dtype=float)[net])
     return float(out[list(npus)].min()) * eff
+
+
+def uplink_bound(topo, op: str, nbytes: float, in_network: bool = False) -> float:
+    """Seconds: on a two-level tree (``meta['l1_of']``) whose L1 switches do not add, treat
+    each L1 and its NPUs as one node: its uplink must carry ``factor (L-1)/L x D`` each way
+    (``D`` with in-network reduction for All-Reduce); 0 on other topologies."""
+    l1_of = topo.meta.get("l1_of")
+    parent = topo.meta.get("parent")
+    if not l1_of or op not in FACTORS:
+        return 0.0
+    nl1 = len(set(l1_of))
+    if nl1 < 2:
+        return 0.0
+    l1 = parent[0]
+    up = [lid for lid, s, d, _, _ in topo.links() if s == l1 and d == parent.get(l1)]
+    if not up:
+        return 0.0
+    rate = float(topo.link_bw[up[0]]) * float(getattr(topo, "link_efficiency", 1.0))
+    need = nbytes if (in_network and op == "all-reduce") else FACTORS[op] * (nl1 - 1) / nl1 * nbytes
+    return need / rate
 
 
 def port_bound(topo, op: str, nbytes: float, group=None, in_network: bool = False) -> float:

@@ -29,7 +29,7 @@ import numpy as np
 
 from .collective_phases import Ring, Shift, Trees, Unicasts
 
-__all__ = ["auto_chunks", "plan_estimate", "MAX_AUTO_CHUNKS", "FLOW_BUDGET"]
+__all__ = ["auto_chunks", "plan_estimate", "stream_link_seconds", "MAX_AUTO_CHUNKS", "FLOW_BUDGET"]
 
 #: most pieces the automatic choice takes (ours): beyond 64 the gain is below 1/64 of the fill
 MAX_AUTO_CHUNKS = 64
@@ -87,6 +87,16 @@ def _phase_load(sim, ph, D) -> _Load:
                             if sim.path_links(p).size)
             ld.steps = len(ph.pids)
     return ld
+
+
+def stream_link_seconds(sim, phases, nbytes) -> np.ndarray:
+    """Per directed link: seconds of payload that one stream of ``phases`` moving ``nbytes`` per
+    NPU puts on it (its bytes over the link's payload rate)."""
+    rate = sim.topo.link_bw * sim.link_efficiency
+    total = np.zeros(sim.topo.num_links)
+    for ph in phases:
+        total += _phase_load(sim, ph, nbytes).bytes
+    return total / rate
 
 
 def plan_estimate(sim, plan, nbytes):

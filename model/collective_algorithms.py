@@ -197,8 +197,9 @@ def _ring_order(topo, group):
     return list(group)
 
 
-def _reduction_plan(topo, alg, group, kind):
+def _reduction_plan(sim, alg, group, kind):
     """Plan (list of (fraction, phases)) for kind in rs/ag/ar with an endpoint algorithm."""
+    topo = sim.topo
     g = list(group)
     if alg in ("ring", "ring2"):
         return [(1.0, _levels_rs_ag([np.array([_ring_order(topo, g)])], alg == "ring2", kind))]
@@ -226,7 +227,7 @@ def _reduction_plan(topo, alg, group, kind):
     if alg == "multi-ring":
         if _multidim_levels(topo, g) is None:
             raise ValueError(f"algorithm 'multi-ring' needs a multi-dimensional topology and the whole of it as group, not {_fmt(g)}")
-        return multi_ring_plan(topo, kind)
+        return multi_ring_plan(sim, kind)
     if alg == "hierarchical":
         levels = _multidim_levels(topo, g)
         if levels is None:
@@ -311,7 +312,7 @@ def _plan_reduction_op(sim, op, g, alg):
         return [(1.0, [Trees(trees, 1.0 / p, chain=True)])], alg, 1
     if alg in ("direct", "shift"):
         raise ValueError(f"algorithm {alg!r} is for all-to-all, not {op}")
-    return _reduction_plan(topo, alg, g, kind), alg, DEFAULT_CHUNKS.get(alg, 1)
+    return _reduction_plan(sim, alg, g, kind), alg, DEFAULT_CHUNKS.get(alg, 1)
 
 
 def _best_yaml(sim, op, g, plain):
@@ -320,10 +321,10 @@ def _best_yaml(sim, op, g, plain):
     or multi-ring, whichever has the smallest bandwidth bound (the plain one on a tie)."""
     topo = sim.topo
     kind = {"all-reduce": "ar", "reduce-scatter": "rs", "all-gather": "ag"}[op]
-    plans = {plain: _reduction_plan(topo, plain, g, kind)}
+    plans = {plain: _reduction_plan(sim, plain, g, kind)}
     if topo.meta.get("in_network_dims") and kind == "ar":
         plans["in-switch"] = in_switch_plan(sim, kind)
-    plans["multi-ring"] = multi_ring_plan(topo, kind)
+    plans["multi-ring"] = multi_ring_plan(sim, kind)
     return best_algorithm(sim, plans)
 
 
@@ -362,7 +363,7 @@ def _plan_reduce(sim, g, rt, alg, algorithm):
         _need_in_network(topo)
         return [(1.0, [Trees([(sim.path_reduce(g, rt), g)])])], "in-switch", 1
     ralg = alg if alg not in ("direct", "shift") else "ring"
-    plan = _reduction_plan(topo, ralg, g, "rs")
+    plan = _reduction_plan(sim, ralg, g, "rs")
     plan = _append(plan, lambda f: Unicasts(_others(g, rt), [rt] * (p - 1), 1.0 / p))
     return plan, ralg + "+gather", DEFAULT_CHUNKS.get(ralg, 1)
 
@@ -381,7 +382,7 @@ def _plan_broadcast(sim, g, rt, alg, algorithm):
             raise ValueError(f"topology {topo.name!r} cannot multicast")
         return [(1.0, [Trees([(sim.path_multicast(rt, others), g)])])], "multicast", 1
     ralg = alg if alg not in ("direct", "shift") else "ring"
-    plan = _reduction_plan(topo, ralg, g, "ag")
+    plan = _reduction_plan(sim, ralg, g, "ag")
     plan = _prepend(plan, lambda f: Unicasts([rt] * (p - 1), _others(g, rt), 1.0 / p))
     return plan, "scatter+" + ralg, DEFAULT_CHUNKS.get(ralg, 1)
 
@@ -413,7 +414,7 @@ def _plan_io(sim, op, g, alg, algorithm, io):
             trees = [(sim.path_multicast(x, g, io_tree_order(topo, x, False)), [x] + g) for x in ios]
             return [(1.0, [Trees(trees, 1.0 / n_io)])], "io-multicast", DEFAULT_CHUNKS["io"]
         ralg = alg if alg in endpoint else "ring"
-        plan = _reduction_plan(topo, ralg, g, "ag") if p > 1 else []
+        plan = _reduction_plan(sim, ralg, g, "ag") if p > 1 else []
         src = np.repeat(ios, p)
         dst = np.tile(g, n_io)
         plan = _prepend(plan, lambda f: Unicasts(src, dst, 1.0 / (p * n_io)))
@@ -425,7 +426,7 @@ def _plan_io(sim, op, g, alg, algorithm, io):
             name = "io-in-switch-reduce" if innet else "io-npu-tree-reduce"
             return [(1.0, [Trees(trees, 1.0 / n_io)])], name, DEFAULT_CHUNKS["io"]
         ralg = alg if alg in endpoint else "ring"
-        plan = _reduction_plan(topo, ralg, g, "rs") if p > 1 else []
+        plan = _reduction_plan(sim, ralg, g, "rs") if p > 1 else []
         src = np.repeat(g, n_io)
         dst = np.tile(ios, p)
         plan = _append(plan, lambda f: Unicasts(src, dst, 1.0 / (p * n_io)))

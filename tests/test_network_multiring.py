@@ -45,13 +45,23 @@ def test_one_ring_default_is_bidirectional():
     assert r.algorithms == ["multi-ring"] and bound <= r.time <= 1.02 * bound
 
 
-def test_unequal_dimensions_keep_the_hierarchy_when_it_is_better():
-    """A slow second ring: multi-ring would push half the data through it first; the plain
-    hierarchy sends it a quarter, so the default stays hierarchical and is not slower."""
+def test_unequal_dimensions_get_unequal_streams():
+    """A slow second ring: an equal split would push half the data through it first; the split
+    search starts a smaller stream there, so multi-ring stays no slower than the hierarchy."""
+    from fred.model.collective_multidim import multi_ring_plan
+    from fred.model.flowsim import Sim
+
     topo = net(["Ring", "Ring"], [4, 4], [1000.0, 10.0])
+    fracs = [f for f, _ in multi_ring_plan(Sim(topo), "ar")]
+    assert fracs[0] > 0.75 and sum(fracs) == pytest.approx(1.0)      # (here: all of it)
     d = collective_time(topo, "all-reduce", None, GiB)
-    m = collective_time(topo, "all-reduce", None, GiB, algorithm="multi-ring")
-    assert d.algorithms == ["hierarchical"] and d.time <= m.time
+    h = collective_time(topo, "all-reduce", None, GiB, algorithm="hierarchical")
+    assert d.algorithms == ["multi-ring"] and d.time <= h.time
+    # a Ring (2 ports) next to a Switch (1 port): weighted streams reach the port bound
+    rs = net(["Ring", "Switch"], [4, 8], [100.0, 100.0])
+    r = collective_time(rs, "all-reduce", None, GiB)
+    bound = ports_bound(32, GiB, 3, 100e9, 2)
+    assert r.algorithms == ["multi-ring"] and bound <= r.time <= 1.1 * bound
     # a switch alone: nothing to gain, the plain ring stays
     assert collective_time(net(["Switch"], [8], [100.0]), "all-reduce", None, GiB).algorithms == ["ring"]
 
