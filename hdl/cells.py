@@ -10,22 +10,22 @@ Ports and configuration
 With ``S = stream.Signature(data.ArrayLayout(width, lanes))``:
 
 * ``RCell(middle, lanes, dtype)``: ``i: In(S).array(2)``, ``o: Out(S).array(middle)``,
-  ``config: In(RCell.config_layout(middle))``;
+  ``cfg: In(RCell.config_layout(middle))``;
 * ``DCell(middle, lanes, dtype)``: ``i: In(S).array(middle)``, ``o: Out(S).array(2)``,
-  ``config: In(DCell.config_layout(middle))``;
-* ``RDCell(lanes, dtype)``: ``i: In(S).array(2)``, ``o: Out(S).array(2)``, ``config: In(3)``
+  ``cfg: In(DCell.config_layout(middle))``;
+* ``RDCell(lanes, dtype)``: ``i: In(S).array(2)``, ``o: Out(S).array(2)``, ``cfg: In(3)``
   (the :class:`~fred.hdl.modes.RDMode` value).
 
-In Verilog the ports are ``i__<k>__{valid,ready,payload}``, ``o__<j>__{...}``, ``config``
-(written ``\\config`` because ``config`` is a Verilog keyword), ``clk`` and ``rst``
+In Verilog the ports are ``i__<k>__{valid,ready,payload}``, ``o__<j>__{...}``, ``cfg``
+(the configuration; not ``config``, a Verilog keyword every tool would need escaped), ``clk`` and ``rst``
 (synchronous, active high). In an Amaranth testbench set the config with
-``ctx.set(cell.config.as_value(), code)`` (RCell/DCell configs are struct views).
+``ctx.set(cell.cfg.as_value(), code)`` (RCell/DCell configs are struct views).
 
 The mode (:class:`~fred.hdl.modes.RMode`, :class:`~fred.hdl.modes.DMode`,
-:class:`~fred.hdl.modes.RDMode`) is turned into the ``config`` integer by the cell's
-``encode`` class method, which validates it (one-line ``ValueError``). ``config`` must be held
+:class:`~fred.hdl.modes.RDMode`) is turned into the ``cfg`` integer by the cell's
+``encode`` class method, which validates it (one-line ``ValueError``). ``cfg`` must be held
 stable while beats are in flight: change it only when the cell is drained (every accepted beat
-has left). A raw ``config`` value that no valid mode encodes (a select >= m, RD value 7) leaves
+has left). A raw ``cfg`` value that no valid mode encodes (a select >= m, RD value 7) leaves
 the affected inputs not ready and the outputs idle; it never loses or invents beats.
 
 Latency and throughput contract
@@ -43,7 +43,7 @@ Each cell has two *datapaths* ``A`` and ``B``: a pipeline of ``latency`` registe
 valid bit) that advances while its enable is high. ``A`` carries ``in0`` (R, RD) or the input
 ``src[0]`` (D), and is the one with the adder, so it carries ``in0 + in1`` when the mode
 reduces; ``B`` carries ``in1`` (R, RD) or ``src[1]`` (D). Each output has a one-beat skid
-register and is attached (by ``config``) to at most one datapath; a broadcast attaches both
+register and is attached (by ``cfg``) to at most one datapath; a broadcast attaches both
 outputs to one datapath. Consequences:
 
 * two flows through one cell (PASS/CROSS of an RD cell, two used inputs of an R cell, two
@@ -242,7 +242,7 @@ class RCell(_Cell):
     input unused, its ``ready`` stays low); with ``reduce``, ``in0 + in1`` (lane-wise, the
     element type's add) goes to output ``sel[0]``. Outputs no input selects stay idle.
 
-    ``config`` layout (``config_layout(middle)``, low bits first): ``sel0`` (select of input
+    ``cfg`` layout (``config_layout(middle)``, low bits first): ``sel0`` (select of input
     0), ``use0`` (input 0 used), ``sel1``, ``use1``, ``reduce``; the select fields are
     ``max(1, ceil(log2 middle))`` bits wide. Use :meth:`encode`.
 
@@ -258,7 +258,7 @@ class RCell(_Cell):
             self.middle = check_middle(middle)
             sig = stream_signature(check_lanes(lanes), dtype)
         super().__init__({"i": In(sig).array(2), "o": Out(sig).array(middle),
-                          "config": In(self.config_layout(middle))},
+                          "cfg": In(self.config_layout(middle))},
                          dtype=dtype, lanes=lanes, fault=fault)
 
     @staticmethod
@@ -269,7 +269,7 @@ class RCell(_Cell):
 
     @classmethod
     def encode(cls, mode, middle) -> int:
-        """Validated :class:`RMode` -> the ``config`` integer."""
+        """Validated :class:`RMode` -> the ``cfg`` integer."""
         check_middle(middle)
         if not isinstance(mode, RMode):
             raise ValueError(f"R-microswitch mode must be an RMode, got {mode!r}")
@@ -293,7 +293,7 @@ class RCell(_Cell):
 
     def elaborate(self, platform):
         m = Module()
-        c = self.config
+        c = self.cfg
         self._two_input_core(
             m, self.middle, use_a=c.use0, use_b=c.use1, use_sum=c.reduce,
             attach_of=lambda j: (c.sel0 == j, c.sel1 == j))
@@ -311,7 +311,7 @@ class DCell(_Cell):
     with a one-beat skid per output, see the module docstring). Inputs no output takes keep
     ``ready`` low.
 
-    ``config`` layout (``config_layout(middle)``, low bits first): ``src0``, ``use0``, ``src1``,
+    ``cfg`` layout (``config_layout(middle)``, low bits first): ``src0``, ``use0``, ``src1``,
     ``use1``; broadcast is ``use0 & use1 & (src0 == src1)``. Use :meth:`encode`.
 
     Latency: ``latency`` = :func:`cell_latency` (dtype) cycles in every mode. No adder: both
@@ -325,7 +325,7 @@ class DCell(_Cell):
             self.middle = check_middle(middle)
             sig = stream_signature(check_lanes(lanes), dtype)
         super().__init__({"i": In(sig).array(middle), "o": Out(sig).array(2),
-                          "config": In(self.config_layout(middle))},
+                          "cfg": In(self.config_layout(middle))},
                          dtype=dtype, lanes=lanes, fault=fault)
 
     @staticmethod
@@ -336,7 +336,7 @@ class DCell(_Cell):
 
     @classmethod
     def encode(cls, mode, middle) -> int:
-        """Validated :class:`DMode` -> the ``config`` integer."""
+        """Validated :class:`DMode` -> the ``cfg`` integer."""
         check_middle(middle)
         if not isinstance(mode, DMode):
             raise ValueError(f"D-microswitch mode must be a DMode, got {mode!r}")
@@ -357,7 +357,7 @@ class DCell(_Cell):
 
     def elaborate(self, platform):
         mod = Module()
-        c = self.config
+        c = self.cfg
         W = self.width * self.lanes
         bcast = Signal(name="bcast")
         mod.d.comb += bcast.eq(c.use0 & c.use1 & (c.src0 == c.src1))
@@ -399,7 +399,7 @@ _RD_TABLE = {
 class RDCell(_Cell):
     """RD-microswitch: 2 x 2 with reduction and broadcast (FRED_m(2), the recursion's base).
 
-    Ports: ``i: In(S).array(2)``, ``o: Out(S).array(2)``, ``config: In(3)`` holding an
+    Ports: ``i: In(S).array(2)``, ``o: Out(S).array(2)``, ``cfg: In(3)`` holding an
     :class:`~fred.hdl.modes.RDMode` value: PASS 0 (in0->out0, in1->out1), CROSS 1, BCAST0 2
     (in0 -> both), BCAST1 3 (in1 -> both), SUM0 4 (in0 + in1 -> out0), SUM1 5, SUM_BOTH 6. The
     value 7 is no mode: both inputs not ready, both outputs idle. Use :meth:`encode`.
@@ -415,7 +415,7 @@ class RDCell(_Cell):
     def __init__(self, lanes, dtype, *, fault=None):
         with rejecting(self):
             sig = stream_signature(check_lanes(lanes), dtype)
-        super().__init__({"i": In(sig).array(2), "o": Out(sig).array(2), "config": In(3)},
+        super().__init__({"i": In(sig).array(2), "o": Out(sig).array(2), "cfg": In(3)},
                          dtype=dtype, lanes=lanes, fault=fault)
 
     @staticmethod
@@ -425,7 +425,7 @@ class RDCell(_Cell):
 
     @classmethod
     def encode(cls, mode, middle=None) -> int:
-        """:class:`RDMode` (or its name, e.g. ``"sum-both"``) -> the ``config`` integer."""
+        """:class:`RDMode` (or its name, e.g. ``"sum-both"``) -> the ``cfg`` integer."""
         if isinstance(mode, (RMode, DMode)):
             raise ValueError(f"RD-microswitch mode must be an RDMode, got {mode!r}")
         return RDMode.parse(mode).value
@@ -440,7 +440,7 @@ class RDCell(_Cell):
 
     def elaborate(self, platform):
         m = Module()
-        cfg = self.config
+        cfg = self.cfg
         use_a, use_b, use_sum = Signal(name="use_a"), Signal(name="use_b"), Signal(name="use_sum")
         att = [[Signal(name=f"o{j}_to_{d}") for d in "ab"] for j in range(2)]
         # decoded without a case statement (yosys would emit one incomplete case per signal)

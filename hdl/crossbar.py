@@ -5,7 +5,7 @@ Reduce". The paper never builds one; this module does, so that ``fred compare`` 
 against FRED_3(P) (cells, flip-flops and throughput from the same tools).
 
 Ports (the fabric's style): ``i`` and ``o`` are arrays of P streams of
-``ArrayLayout(width, lanes)`` (``amaranth.lib.stream``, valid/ready), and ``config`` is a
+``ArrayLayout(width, lanes)`` (``amaranth.lib.stream``, valid/ready), and ``cfg`` is a
 ``P * P``-bit input: bit ``j * P + k`` set means input k contributes to output j (build it with
 :func:`crossbar_config`). A flow (IPs -> OPs) sets, for every output in OPs, the mask IPs; flows
 must be disjoint in ports, so outputs that share an input have identical masks (a *group*, which
@@ -35,7 +35,7 @@ Two variants (``variant=``):
 
 Both: a one-bit-mask output is a 1-cycle registered path. Pipelines stall as a whole per group
 (``en`` = every output of the group can take a beat); an output whose beat was taken while its
-group stalls drops ``valid`` (no duplicates). Change ``config`` only when the crossbar is empty.
+group stalls drops ``valid`` (no duplicates). Change ``cfg`` only when the crossbar is empty.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ class Crossbar(wiring.Component):
     """P-port output-reducing crossbar (see the module docstring).
 
     ``Crossbar(ports, lanes, dtype, variant="tree")``; ports ``i[P]``, ``o[P]`` (streams of
-    ``ArrayLayout(width, lanes)``), ``config`` (``P*P`` bits). Attributes ``latency`` (reduction
+    ``ArrayLayout(width, lanes)``), ``cfg`` (``P*P`` bits). Attributes ``latency`` (reduction
     latency of the tree variant, or of a P-input serial reduction), ``adders_per_output``.
     """
 
@@ -150,7 +150,7 @@ class Crossbar(wiring.Component):
         super().__init__({
             "i": In(sig).array(ports),
             "o": Out(sig).array(ports),
-            "config": In(ports * ports),
+            "cfg": In(ports * ports),
         })
 
     # -- helpers ------------------------------------------------------------------------------
@@ -163,7 +163,7 @@ class Crossbar(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         P = self.ports
-        masks = [self.config[j * P:(j + 1) * P] for j in range(P)]
+        masks = [self.cfg[j * P:(j + 1) * P] for j in range(P)]
 
         # ok[j]: output j can take a beat this cycle; en[j]: output j's group advances
         ok = [Signal(name=f"ok{j}") for j in range(P)]

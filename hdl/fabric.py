@@ -14,7 +14,7 @@ Structure (exactly hdl/modes.py / hdl/structure.py)
   whose output k drives port r of middle copy k; port r of middle copy k is input k of
   :class:`~fred.hdl.muxes.MuxCell` ``mux`` (m -> 1), which drives the last output.
 
-Ports: ``i: In(S).array(P)``, ``o: Out(S).array(P)``, ``config: In(config_width)`` with
+Ports: ``i: In(S).array(P)``, ``o: Out(S).array(P)``, ``cfg: In(config_width)`` with
 ``S = stream.Signature(data.ArrayLayout(width, lanes))`` (lane 0 in the low bits).
 
 Latency
@@ -31,7 +31,7 @@ Every path is fully pipelined (one beat per cycle per port in every mode).
 
 Configuration vector
 --------------------
-``config`` is the concatenation of every cell's own configuration word (each cell's
+``cfg`` is the concatenation of every cell's own configuration word (each cell's
 ``encode()`` bits), in *depth-first* order of the recursion: for an instance at ``path``
 
     in0 .. in{r-1}, demux (odd P), out0 .. out{r-1}, mux (odd P), then middle copy 0 (recursively),
@@ -270,7 +270,7 @@ class Fabric(wiring.Component):
         self.config_width = off + w
         S = stream_signature(lanes, self.dtype)
         super().__init__({"i": In(S).array(ports), "o": Out(S).array(ports),
-                          "config": In(self.config_width)})
+                          "cfg": In(self.config_width)})
 
     def config_layout(self) -> list:
         """``[(CellAddr, offset, width), ...]``; addresses relative to this instance."""
@@ -292,11 +292,11 @@ class Fabric(wiring.Component):
 
         def cfg(cell, sig):
             off, w = offsets[cell]
-            mod.d.comb += sig.eq(self.config[off:off + w])
+            mod.d.comb += sig.eq(self.cfg[off:off + w])
 
         if P == 2:
             rd = self._cell(mod, "rd", RDCell(L, t.name, fault=self.fault))
-            cfg(CellAddr((), "rd", 0), rd.config)
+            cfg(CellAddr((), "rd", 0), rd.cfg)
             for p in range(2):
                 wiring.connect(mod, wiring.flipped(self.i[p]), rd.i[p])
                 wiring.connect(mod, rd.o[p], wiring.flipped(self.o[p]))
@@ -308,10 +308,10 @@ class Fabric(wiring.Component):
         rin, dout, mids = [], [], []
         for j in range(r):
             rc = self._cell(mod, f"in{j}", RCell(m, L, t.name, fault=self.fault))
-            cfg(CellAddr((), "in", j), rc.config)
+            cfg(CellAddr((), "in", j), rc.cfg)
             rin.append(rc)
             dc = self._cell(mod, f"out{j}", DCell(m, L, t.name, fault=self.fault))
-            cfg(CellAddr((), "out", j), dc.config)
+            cfg(CellAddr((), "out", j), dc.cfg)
             dout.append(dc)
         for k in range(m):
             sub = Fabric(Pc, m, L, t, fault=self.fault, _path=self.path + (k,), _checked=True,
@@ -320,7 +320,7 @@ class Fabric(wiring.Component):
             # the child's config is the contiguous slice starting at its first cell
             first = next(cell for cell, _, _ in self._layout if cell.path[:1] == (k,))
             off = offsets[first][0]
-            mod.d.comb += sub.config.eq(self.config[off:off + sub.config_width])
+            mod.d.comb += sub.cfg.eq(self.cfg[off:off + sub.config_width])
             mids.append(sub)
         for j in range(r):
             for i in range(2):
@@ -332,8 +332,8 @@ class Fabric(wiring.Component):
         if odd:
             dm = self._cell(mod, "demux", DemuxCell(m, L, t, lat["R"]))
             mx = self._cell(mod, "mux", MuxCell(m, L, t, lat["D"]))
-            cfg(CellAddr((), "demux", 0), dm.config)
-            cfg(CellAddr((), "mux", 0), mx.config)
+            cfg(CellAddr((), "demux", 0), dm.cfg)
+            cfg(CellAddr((), "mux", 0), mx.cfg)
             wiring.connect(mod, wiring.flipped(self.i[2 * r]), dm.i)
             wiring.connect(mod, mx.o, wiring.flipped(self.o[2 * r]))
             for k in range(m):

@@ -24,7 +24,7 @@ __all__ = ["DemuxCell", "MuxCell", "sel_width"]
 
 
 def sel_width(m: int) -> int:
-    """Width of a demux/mux ``config``: values 0 (idle) .. m."""
+    """Width of a demux/mux ``cfg``: values 0 (idle) .. m."""
     return int(m).bit_length()
 
 
@@ -79,7 +79,7 @@ def _check_mux_params(cell, middle, lanes, dtype, latency):
 class DemuxCell(wiring.Component):
     """1 -> middle demultiplexer for the last input port of an odd FRED_m(P).
 
-    Ports: ``i: In(S)``, ``o: Out(S).array(middle)``, ``config: In(middle.bit_length())`` (0 = idle: input
+    Ports: ``i: In(S)``, ``o: Out(S).array(middle)``, ``cfg: In(middle.bit_length())`` (0 = idle: input
     not ready, no output valid; k + 1 = forward to output k). ``latency`` register stages (the
     R cell's latency, so the demux is one pipeline column like an R cell) and a one-beat output
     skid, exactly like a cell's datapath; one beat per cycle.
@@ -88,7 +88,7 @@ class DemuxCell(wiring.Component):
     def __init__(self, middle: int, lanes: int, dtype, latency: int):
         _check_mux_params(self, middle, lanes, dtype, latency)
         S = stream_signature(lanes, dtype)
-        super().__init__({"i": In(S), "o": Out(S).array(middle), "config": In(sel_width(middle))})
+        super().__init__({"i": In(S), "o": Out(S).array(middle), "cfg": In(sel_width(middle))})
 
     @staticmethod
     def config_width(middle: int) -> int:
@@ -102,7 +102,7 @@ class DemuxCell(wiring.Component):
 
     def elaborate(self, platform):
         mod = Module()
-        cfg = self.config
+        cfg = self.cfg
         active = Signal()
         mod.d.comb += active.eq(cfg != 0)
         # one internal stream; its handshake is steered to the selected output
@@ -122,7 +122,7 @@ class DemuxCell(wiring.Component):
 class MuxCell(wiring.Component):
     """middle -> 1 multiplexer for the last output port of an odd FRED_m(P).
 
-    Ports: ``i: In(S).array(middle)``, ``o: Out(S)``, ``config: In(middle.bit_length())`` (0 = idle: no input
+    Ports: ``i: In(S).array(middle)``, ``o: Out(S)``, ``cfg: In(middle.bit_length())`` (0 = idle: no input
     ready, output not valid; k + 1 = take input k). ``latency`` register stages (the D cell's
     latency) and a one-beat output skid; one beat per cycle.
     """
@@ -130,7 +130,7 @@ class MuxCell(wiring.Component):
     def __init__(self, middle: int, lanes: int, dtype, latency: int):
         _check_mux_params(self, middle, lanes, dtype, latency)
         S = stream_signature(lanes, dtype)
-        super().__init__({"i": In(S).array(middle), "o": Out(S), "config": In(sel_width(middle))})
+        super().__init__({"i": In(S).array(middle), "o": Out(S), "cfg": In(sel_width(middle))})
 
     @staticmethod
     def config_width(middle: int) -> int:
@@ -144,7 +144,7 @@ class MuxCell(wiring.Component):
 
     def elaborate(self, platform):
         mod = Module()
-        cfg = self.config
+        cfg = self.cfg
         shape = self.o.payload.shape()
         in_valid = Signal()
         in_payload = Signal(shape)

@@ -119,7 +119,7 @@ class Switch(wiring.Component):
         self.fabric_kind = fabric
         self._shared = _shared  # None, or the FRED fabric's shared cell-module registry
         self.fabric = self._make_fabric()
-        self.config_width = len(self.fabric.config)
+        self.config_width = len(self.fabric.cfg)
         self.fabric_latency = getattr(self.fabric, "latency", None)
         cap = table_entries if table_entries is not None else \
             default_capacity(ports, self.config_width, table_bytes)

@@ -2,7 +2,7 @@
 
 ``IdealFabric(ports, lanes, width)`` has the interface the switch expects of
 :class:`fred.hdl.fabric.Fabric`: ``i``/``o`` arrays of streams of ``ArrayLayout(width, lanes)``,
-``config`` and ``latency``. Its configuration is ``P * P`` bits: bits ``q*P .. q*P+P-1`` are the
+``cfg`` and ``latency``. Its configuration is ``P * P`` bits: bits ``q*P .. q*P+P-1`` are the
 input ports summed into output ``q`` (0 = output unused). Flows must be disjoint. Each flow joins
 all its inputs and forks to all its outputs through one register per output (``latency`` = 1);
 lanes are added as unsigned integers modulo ``2**width`` (exact for int32; for float types this
@@ -38,13 +38,13 @@ class IdealFabric(wiring.Component):
         super().__init__({
             "i": In(S).array(ports),
             "o": Out(S).array(ports),
-            "config": In(ports * ports),
+            "cfg": In(ports * ports),
         })
 
     def elaborate(self, platform):
         m = Module()
         P, W = self.P, self.width
-        masks = [self.config[q * P:(q + 1) * P] for q in range(P)]
+        masks = [self.cfg[q * P:(q + 1) * P] for q in range(P)]
         free = [Signal(name=f"free{q}") for q in range(P)]
         can = [Signal(name=f"can{q}") for q in range(P)]
         fire_in = [Signal(name=f"fire_in{p}") for p in range(P)]

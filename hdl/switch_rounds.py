@@ -101,7 +101,7 @@ class ControlUnit:
         cfg_loaded = Signal()
         cfg_phase = Signal(8)
         cfg_reg = Signal(self.L.C)
-        m.d.comb += [self.fab.config.eq(cfg_reg), sw.active.eq(busy), sw.act_vc.eq(act_vc),
+        m.d.comb += [self.fab.cfg.eq(cfg_reg), sw.active.eq(busy), sw.act_vc.eq(act_vc),
                      sw.act_phase.eq(act_phase)]
         with m.If(self.tab.changed):
             m.d.sync += cfg_loaded.eq(0)

@@ -81,7 +81,7 @@ def fabric_verilog(ports, middle, lanes, dtype, fault=None, name=TOP, shared=Tru
 
 
 def run_fabric(ports, middle, lanes, dtype, phases, *, seed=None, beats=64, idle=0.0, stall=0.0,
-               specials="mixed", labels=None, config_phases=None, fault=None, max_cycles=None,
+               specials="mixed", labels=None, config_phases=None, config_words=None, fault=None, max_cycles=None,
                tag=None, shared=True) -> dict:
     """Run the fabric bench on ``phases`` (each a list of flow strings); return its measurements
     (the dict sim/tb_fabric.py writes). Raises AssertionError when the bench fails."""
@@ -98,6 +98,8 @@ def run_fabric(ports, middle, lanes, dtype, phases, *, seed=None, beats=64, idle
             config["labels"] = list(labels)
         if config_phases:
             config["config_phases"] = [None if c is None else [str(f) for f in c] for c in config_phases]
+        if config_words:
+            config["config_words"] = [None if w is None else str(w) for w in config_words]
         if max_cycles:
             config["max_cycles"] = int(max_cycles)
         run_bench(verilog=text, toplevel=TOP, test_module="fred.sim.tb_fabric",

@@ -9,7 +9,7 @@ Structure (as in cocotb's ``examples/matrix_multiplier``):
 * :class:`CellChecker`   -- bit-exact comparison per output, first mismatches reported with
   lane, operands and both values;
 * :class:`CellTestbench` -- runs every requested mode of the cell in ONE simulation: for each
-  mode it programs ``config`` while the cell is drained, then runs one *phase* per
+  mode it programs ``cfg`` while the cell is drained, then runs one *phase* per
   back-pressure setting (source idle / sink stall probabilities, default ``(0, 0)``,
   ``(0.5, 0.5)``, ``(0.2, 0.9)``) with random operands including special values
   (:func:`fred.sim.golden_elem.random_operands`), waits for the drain, checks that nothing
@@ -206,14 +206,14 @@ class CellTestbench:
 
     async def run(self):
         dut = self.dut
-        dut.config.value = 0
+        dut.cfg.value = 0
         self.cycles = await start(dut)
         cocotb.start_soon(watchdog(dut.clk, self.budget_cycles(), f"{self.kind} cell bench"))
         self.drv = CellDriver(dut, self.n_in, self.width, self.cycles, self.rng)
         self.mon = CellMonitor(dut, self.n_out, self.width, self.lanes, self.cycles, self.rng)
         for mode, code in zip(self.modes, self.codes):
             await self._drained()
-            dut.config.value = code
+            dut.cfg.value = code
             await ClockCycles(dut.clk, 2)
             for idle, stall, share in self.pauses:
                 await self._phase(mode, idle, stall, max(1, int(round(self.beats * share))))

@@ -2,7 +2,7 @@
 
 :func:`measure_crossbar` (plain Python) emits the crossbar, runs this module's cocotb test
 through :func:`fred.sim.toolchain.run_bench` and returns the measured figures. The cocotb test
-(:func:`crossbar_flows`) reads its ``config``:
+(:func:`crossbar_flows`) reads its ``cfg``:
 
 * ``ports``, ``lanes``, ``dtype``, ``variant``: the crossbar's parameters;
 * ``flows``: list of ``[input ports, output ports]``;
@@ -100,7 +100,7 @@ async def crossbar_flows(dut):
     seed = bench_seed()
     rng = np.random.default_rng(seed)
     prng = random.Random(seed)
-    dut.config.value = crossbar_config(P, flows)
+    dut.cfg.value = crossbar_config(P, flows)
     for k in range(P):
         getattr(dut, f"i__{k}__valid").value = 0
         getattr(dut, f"o__{k}__ready").value = 0

@@ -10,6 +10,9 @@ Bench configuration (``FRED_BENCH_CONFIG``, see :func:`fred.sim.toolchain.bench_
     config_phases optional list parallel to ``phases``: route *these* flows for the config of
                   that phase instead (None = the phase's own) -- a deliberately wrong config, so
                   a test can prove the checker fails
+    config_words  optional list parallel to ``phases``: the configuration word of that phase as
+                  a hex string (e.g. ``config.word_hex`` of ``fred route --json``), driven into
+                  ``cfg`` as given instead of the bench's own packing (None = the bench's own)
     beats         beats per input port per phase (default 64)
     idle          probability a source idles in a cycle (offered load = 1 - idle)
     stall         probability a sink is not ready in a cycle (random back-pressure)
@@ -70,6 +73,9 @@ def _golden(cfg, k, flows, wrong, beats, nrng, label):
     res = route(P, m, flows)
     cres = res if wrong is None else route(P, m, wrong)
     word = config_bits(P, m, cres)
+    given = (cfg.get("config_words") or [None] * (k + 1))[k]
+    if given is not None:
+        word = int(given, 16)
     if specials == "mixed":
         sp = k % 2 == 1
     else:
@@ -88,7 +94,7 @@ async def _run_phase(dut, cycles, drivers, monitors, word, inputs, expected, bea
     """Load ``word`` while drained, drive ``inputs``, wait for every expected beat and a drain
     margin. Returns ``(base_in, base_out, start_cycle, end_cycle)``."""
     await FallingEdge(dut.clk)
-    dut.config.value = word
+    dut.cfg.value = word
     await RisingEdge(dut.clk)
     await RisingEdge(dut.clk)
     base_in = [len(d.sent) for d in drivers]
@@ -167,7 +173,7 @@ async def fabric_phases(dut):
 
     budget = cfg.get("max_cycles") or (len(phases) * (beats * (4 + int(8 / max(0.05, 1 - max(idle, stall))))
                                                       + 4 * latency + 100) + 1000)
-    dut.config.value = 0
+    dut.cfg.value = 0
     for p in range(P):
         getattr(dut, f"i__{p}__valid").value = 0
     cycles = await start(dut)

@@ -61,7 +61,7 @@ def run_cell(cell, mode, inputs, *, idle=0.0, stall=0.0, seed=1, max_cycles=None
     async def bench(ctx):
         cyc = 0
         for (md, ins), want in zip(phases, expected_counts):
-            ctx.set(_raw(cell.config), cell.encode(md, m) if kind != "rd" else cell.encode(md))
+            ctx.set(_raw(cell.cfg), cell.encode(md, m) if kind != "rd" else cell.encode(md))
             queues = [list(x) if x is not None else [] for x in ins]
             got = [[] for _ in range(n_out)]
             pending = [None] * n_out
@@ -200,7 +200,7 @@ def _independence(cell, mode, busy_in, busy_out, blocked_out):
     moved = {"n": 0, "cycles": 0}
 
     async def bench(ctx):
-        ctx.set(_raw(cell.config), cell.encode(mode, cell.middle) if cell.kind != "rd" else cell.encode(mode))
+        ctx.set(_raw(cell.cfg), cell.encode(mode, cell.middle) if cell.kind != "rd" else cell.encode(mode))
         for k in range(n_in):
             ctx.set(cell.i[k].valid, 1)
             ctx.set(cell.i[k].payload.as_value(), k + 1)
@@ -237,7 +237,7 @@ def test_broadcast_waits_for_the_stalled_output():
     seen = {"n": 0}
 
     async def bench(ctx):
-        ctx.set(_raw(cell.config), cell.encode(RDMode.BCAST0))
+        ctx.set(_raw(cell.cfg), cell.encode(RDMode.BCAST0))
         ctx.set(cell.i[0].valid, 1)
         ctx.set(cell.o[0].ready, 1)
         ctx.set(cell.o[1].ready, 0)
@@ -257,7 +257,7 @@ def test_unused_inputs_not_ready():
     cell = RCell(3, 1, "int32")
 
     async def bench(ctx):
-        ctx.set(_raw(cell.config), cell.encode(RMode((None, 1)), 3))
+        ctx.set(_raw(cell.cfg), cell.encode(RMode((None, 1)), 3))
         ctx.set(cell.i[0].valid, 1)
         ctx.set(cell.i[1].valid, 1)
         for _ in range(5):
@@ -330,12 +330,12 @@ def test_latency_is_class_level():
 def test_ports():
     c = RCell(4, 3, "bf16")
     assert len(c.i) == 2 and len(c.o) == 4
-    assert c.signature.members["config"].shape == RCell.config_layout(4)
+    assert c.signature.members["cfg"].shape == RCell.config_layout(4)
     d = DCell(4, 3, "bf16")
     assert len(d.i) == 4 and len(d.o) == 2
     rd = RDCell(3, "fp32")
     assert len(rd.i) == 2 and len(rd.o) == 2
-    assert Shape.cast(rd.signature.members["config"].shape).width == 3
+    assert Shape.cast(rd.signature.members["cfg"].shape).width == 3
 
 
 # ---- the golden model on hand-worked examples ----------------------------------------------

@@ -22,7 +22,7 @@ def _run_demux(m, sel, latency, n=40, stall_every=0):
     accepted = []
 
     async def tb(ctx):
-        ctx.set(dut.config, DemuxCell.encode(DemuxMode(sel), m))
+        ctx.set(dut.cfg, DemuxCell.encode(DemuxMode(sel), m))
         cyc = 0
         data = list(range(1, n + 1))
         k = 0
@@ -77,7 +77,7 @@ def _run_mux(m, src, latency, n=30):
     acc, got = {j: [] for j in range(m)}, []
 
     async def tb(ctx):
-        ctx.set(dut.config, MuxCell.encode(MuxMode(src), m))
+        ctx.set(dut.cfg, MuxCell.encode(MuxMode(src), m))
         ctx.set(dut.o.ready, 1)
         ks = [0] * m
         for cyc in range(n + 20):
@@ -194,7 +194,7 @@ def test_fabric_ports_width_latency(P, m):
 
     f = Fabric(P, m, 2, "bf16")
     assert len(f.i) == P and len(f.o) == P
-    assert f.config_width == config_width(P, m) == len(f.config)
+    assert f.config_width == config_width(P, m) == len(f.cfg)
     assert f.latency == stages(P) * cell_latency("bf16") == fabric_latency(P, m, 2, "bf16")
     assert f.config_layout() == config_layout(P, m)
 

@@ -124,10 +124,12 @@ def run(args):
         flows = validate_flows(args.flow, args.ports)
         results = [(Phase("flows", flows), route(args.ports, middle, flows))]
     if args.json:
+        from fred.hdl.config_image import annotate
+
         from .jsonout import document, dumps
 
-        print(dumps(document("route", [{"label": ph.label, **res.to_dict()} for ph, res in results],
-                             ports=args.ports, middle=middle)))
+        print(dumps(document("route", [annotate({"label": ph.label, **res.to_dict()}, res)
+                                       for ph, res in results], ports=args.ports, middle=middle)))
         return 0
     for n, (ph, res) in enumerate(results):
         if len(results) > 1 or args.collective:
