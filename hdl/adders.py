@@ -48,7 +48,11 @@ from amaranth.lib.wiring import In, Out
 from .dtypes import ElemType, get_dtype
 from .params import check_lanes, rejecting
 
-__all__ = ["ElementAdder", "VectorAdder", "adder_latency"]
+__all__ = ["ElementAdder", "VectorAdder", "adder_latency", "ADDER_FAULTS"]
+
+#: build-time faults (tests only: each bench must catch them). ``"round-bit"``: the float
+#: rounding ignores the kept LSB, so an exact tie rounds down (to odd) instead of to even.
+ADDER_FAULTS = (None, "round-bit")
 
 _LATENCY = {"int32": 1, "fp16": 3, "bf16": 3, "fp32": 3}
 
@@ -79,9 +83,12 @@ class ElementAdder(wiring.Component):
     presented ``latency`` advancing cycles earlier.
     """
 
-    def __init__(self, dtype):
+    def __init__(self, dtype, *, fault=None):
         with rejecting(self):
             self.dtype = get_dtype(dtype)
+            if fault not in ADDER_FAULTS:
+                raise ValueError(f"unknown adder fault {fault!r}; known: round-bit")
+        self.fault = fault
         self.latency = adder_latency(self.dtype)
         w = self.dtype.width
         super().__init__({"a": In(w), "b": In(w), "en": In(1), "y": Out(w)})
@@ -208,6 +215,8 @@ class ElementAdder(wiring.Component):
         r2_sig, r2_e, r2_sign = r2["sig"], r2["e"], r2["sign"]
         keep = r2_sig[3:]                                # hidden bit + M fraction bits
         up = r2_sig[2] & (r2_sig[1] | r2_sig[0] | keep[0])
+        if self.fault == "round-bit":              # mutant: ties no longer round to even
+            up = r2_sig[2] & (r2_sig[1] | r2_sig[0])
         packed = Signal(E + M + 1, name="s3_packed")
         m.d.comb += packed.eq(((r2_e - 1) << M) + keep + up)
         ovf = Signal(name="s3_ovf")

@@ -52,6 +52,9 @@ __all__ = ["Crossbar", "crossbar_config", "VARIANTS", "crossbar_latency", "cross
            "tree_order", "verilog_build"]
 
 VARIANTS = ("tree", "serial")
+#: build-time faults (tests only: the bench must catch them). ``"drop-beat"``: every output
+#: silently drops the fourth beat it fires (its inputs are consumed, nothing comes out).
+FAULTS = (None, "drop-beat")
 #: largest crossbar generated: it has P^2 adders per lane (tree) or P (serial)
 MAX_PORTS = 64
 
@@ -137,10 +140,13 @@ class Crossbar(wiring.Component):
     latency of the tree variant, or of a P-input serial reduction), ``adders_per_output``.
     """
 
-    def __init__(self, ports: int, lanes: int, dtype="fp16", variant: str = "tree"):
+    def __init__(self, ports: int, lanes: int, dtype="fp16", variant: str = "tree", *, fault=None):
         with rejecting(self):
             _check(ports, lanes, variant)
             self.dtype = get_dtype(dtype)
+            if fault not in FAULTS:
+                raise ValueError(f"unknown crossbar fault {fault!r}; known: drop-beat")
+        self.fault = fault
         self.ports, self.lanes, self.variant = ports, lanes, variant
         self.adder_latency = adder_latency(self.dtype)
         self.latency = crossbar_latency(ports, self.dtype, variant, ports)
@@ -212,6 +218,11 @@ class Crossbar(wiring.Component):
         """Valid tags through a ``depth``-stage pipeline; last tag drops when taken while
         the group stalls. Returns the last tag signal."""
         tags = [Signal(name=f"{name}{j}_t{d}") for d in range(depth)]
+        if self.fault == "drop-beat":  # mutant: the 4th fired beat never reaches the output
+            n = Signal(3, name=f"{name}{j}_fired")
+            with m.If(take & fire & (n != 7)):
+                m.d.sync += n.eq(n + 1)
+            fire = fire & (n != 3)
         with m.If(take):
             m.d.sync += tags[0].eq(fire)
             for d in range(1, depth):

@@ -60,7 +60,7 @@ the round starts; data then flows at one flit per cycle plus the fabric latency.
 
 from __future__ import annotations
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -78,13 +78,17 @@ from .switch_control import (OutputPort, PhaseTable, TableLayout, TABLE_BUDGET_B
 from .switch_ideal import IdealFabric, ideal_config_bits
 from .switch_rounds import ControlUnit
 
-__all__ = ["Switch", "verilog_build", "FABRICS",
+__all__ = ["Switch", "verilog_build", "FABRICS", "SWITCH_FAULTS",
            "PAPER_DATA_DEPTH", "PAPER_CTRL_DEPTH", "PAPER_MAX_LEN"]
 
 #: the paper's sizes in 512-byte flits: 24 KB per data VC, 2 KB control, 4 KB data packets
 PAPER_DATA_DEPTH = 48
 PAPER_CTRL_DEPTH = 4
 PAPER_MAX_LEN = 8
+#: build-time faults (tests only: the switch and overlap benches must catch each):
+#: ``credit-twice`` (input port 0 returns its first data-VC credit twice), ``header-off-by-one``
+#: (output headers carry phase index + 1), ``prio-reversed`` (DP > PP > MP between rounds)
+SWITCH_FAULTS = (None, "credit-twice", "header-off-by-one", "prio-reversed")
 #: the fabrics a switch can be built with
 FABRICS = ("fred", "ideal")
 
@@ -110,10 +114,14 @@ class Switch(wiring.Component):
                  data_depth: int = PAPER_DATA_DEPTH, ctrl_depth: int = PAPER_CTRL_DEPTH,
                  max_len: int = PAPER_MAX_LEN, out_credits=None, table_entries=None,
                  table_bytes: int = TABLE_BUDGET_BYTES, fabric: str = "fred",
-                 config_settle: int = 1, counter_bits: int = 16, _shared=None):
+                 config_settle: int = 1, counter_bits: int = 16, fault=None, _shared=None):
         with rejecting(self):
             self._check(ports, middle, lanes, dtype, data_depth, ctrl_depth, max_len,
                         out_credits, table_entries, fabric, config_settle)
+            if fault not in SWITCH_FAULTS:
+                raise ValueError(f"unknown switch fault {fault!r}; known: "
+                                 + ", ".join(f for f in SWITCH_FAULTS if f))
+        self.fault = fault
         self.config_settle = config_settle
         self.counter_bits = counter_bits
         self.fabric_kind = fabric
@@ -239,6 +247,8 @@ class Switch(wiring.Component):
         for p in range(self.P):
             wiring.connect(m, wiring.flipped(self.i[p]), ports[p].i)
             m.d.comb += self.credit_o[p].eq(ports[p].credit)
+            if self.fault == "credit-twice" and p == 0:
+                self._credit_twice(m, ports[p])
             # input -> fabric
             m.d.comb += [fab.i[p].valid.eq(ports[p].d.valid),
                          fab.i[p].payload.eq(ports[p].d.payload),
@@ -249,6 +259,17 @@ class Switch(wiring.Component):
                          fab.o[p].ready.eq(outs[p].fd.ready)]
             wiring.connect(m, outs[p].o, wiring.flipped(self.o[p]))
             m.d.comb += outs[p].credit_i.eq(self.credit_i[p])
+
+
+    def _credit_twice(self, m, port):
+        """Mutant (tests only): the first credit input port 0 returns on a data VC is returned
+        twice (one credit more than the buffer holds)."""
+        done = Signal(name="fault_credit_done")
+        for v in range(3):
+            c = port.credit[v]
+            with m.If(~done & (c != 0)):
+                m.d.comb += self.credit_o[0][v].eq(c + 1)
+                m.d.sync += done.eq(1)
 
 
 # -- fred verilog switch ---------------------------------------------------------------------

@@ -243,7 +243,8 @@ class ControlUnit:
         # become ready (pending heads not yet swept once). A higher VC that is ready but waits
         # for output credits does not block lower ones (credits depend on the receivers).
         blocked = Const(0)
-        for v in PRIORITY:
+        order = PRIORITY[::-1] if self.sw.fault == "prio-reversed" else PRIORITY  # mutant
+        for v in order:
             with m.If(go[v] & ~blocked):
                 m.d.comb += [sel_any.eq(1), sel_vc.eq(v)]
             blocked = blocked | go[v] | (pending[v] & (age[v] != self.P) & ~lat_valid[v])
@@ -256,6 +257,12 @@ class ControlUnit:
                              sel_len.eq(self.lat_len[v])]
         self.sel_vc, self.sel_any = sel_vc, sel_any
         self.sel_entry, self.sel_phase, self.sel_len = sel_entry, sel_phase, sel_len
+
+    def _hdr_phase(self):
+        """The phase index the output headers carry (the mutant ``header-off-by-one`` adds 1)."""
+        if self.sw.fault == "header-off-by-one":
+            return (self.sel_phase + 1)[:8]
+        return self.sel_phase
 
     def sequencer(self):
         """IDLE -> (SETTLE: load a new configuration) -> RUN: rounds of one phase."""
@@ -323,7 +330,7 @@ class ControlUnit:
                             m.d.comb += src_seq.eq(f_seq(self.hw(p, v)))
             m.d.comb += [
                 outs[q].start.eq(start & self.e_out(sel_entry)[q]),
-                outs[q].start_hdr.eq(make_header(sel_vc, Const(0, 2), self.sel_phase, src_seq,
+                outs[q].start_hdr.eq(make_header(sel_vc, Const(0, 2), self._hdr_phase(), src_seq,
                                                  self.sel_len)),
                 outs[q].start_len.eq(self.sel_len),
                 outs[q].start_vc.eq(sel_vc),

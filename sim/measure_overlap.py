@@ -56,20 +56,21 @@ __all__ = ["measure_overlap", "default_switch_figures", "DEFAULTS"]
 DEFAULTS = {"K": 24, "J": 6, "L": 4, "offsets": (40, 41, 42, 43, 44)}
 
 
-def _bench():
+def _bench(fault=None):
     from fred.sim.measure_switch import _build
-    return _build(4, 3, 2, "int32", "fred")
+    return _build(4, 3, 2, "int32", "fred", fault=fault)
 
 
 def measure_overlap(K=DEFAULTS["K"], J=DEFAULTS["J"], L=DEFAULTS["L"], seed=1,
-                    offsets=DEFAULTS["offsets"], figures=True) -> dict:
+                    offsets=DEFAULTS["offsets"], figures=True, fault=None) -> dict:
     """Run the overlap scenario (and, with ``figures``, the switch measurements of the same
-    build); return the dict described in the module docstring."""
+    build); return the dict described in the module docstring. ``fault`` builds a broken switch
+    (``fred.hdl.switch.SWITCH_FAULTS``; tests only: the bench must fail)."""
     from fred.sim.tb_overlap import overlap_phases
     from fred.sim.measure_switch import _base_config, _phases
     from fred.sim.toolchain import run_bench
 
-    verilog, sw = _bench()
+    verilog, sw = _bench(fault)
     for nm, v in (("K", K), ("J", J)):
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"{nm} {v!r} must be a positive number of packets per port")
@@ -79,7 +80,8 @@ def measure_overlap(K=DEFAULTS["K"], J=DEFAULTS["J"], L=DEFAULTS["L"], seed=1,
     if not offsets or min(offsets) < 0:
         raise ValueError(f"offsets {offsets!r} must be cycles >= 0")
     t0 = time.monotonic()
-    tag = f"switch-p{sw.P}-{sw.dtype.name}-{sw.fabric_kind}"   # = tests/test_switch_bench.py's
+    tag = f"switch-p{sw.P}-{sw.dtype.name}-{sw.fabric_kind}" + (f"-{fault}" if fault else "")
+    # = tests/test_switch_bench.py's tag, so the two share a build
     out = {"params": dict(sw.describe(), K=K, J=J, L=L, offsets=offsets, seed=seed)}
     with tempfile.TemporaryDirectory() as tmp:
         res = Path(tmp) / "overlap.json"

@@ -157,7 +157,8 @@ def measure_switch(ports=4, middle=3, lanes=2, dtype="int32", fabric="fred", see
 _BUILDS = {}
 
 
-def _build(P, m, lanes, dtype, fabric, depth=12, ctrl_depth=2, max_len=4, entries=8, shared=False):
+def _build(P, m, lanes, dtype, fabric, depth=12, ctrl_depth=2, max_len=4, entries=8, shared=False,
+           fault=None):
     """The bench build: ``(verilog, switch)``.
 
     ``shared``: the FRED fabric's cells are emitted once per cell kind as modules that every
@@ -165,13 +166,14 @@ def _build(P, m, lanes, dtype, fabric, depth=12, ctrl_depth=2, max_len=4, entrie
     module per cell instance. Same circuit (every measured figure is identical); Verilator then
     compiles each cell kind once rather than inlining every cell into one huge model: the
     12-port switch builds in about 3 minutes instead of 14. ``shared=False`` (default) is
-    ``emit(Switch(...))``, as tests/test_switch_bench.py builds it.
+    ``emit(Switch(...))``, as tests/test_switch_bench.py builds it. ``fault``: a broken switch
+    (``fred.hdl.switch.SWITCH_FAULTS``, tests only).
     """
-    key = (P, m, lanes, dtype, fabric, depth, ctrl_depth, max_len, entries, shared)
+    key = (P, m, lanes, dtype, fabric, depth, ctrl_depth, max_len, entries, shared, fault)
     if key not in _BUILDS:
         registry = {}       # filled while the switch is emitted, when the fabric shares cells
         sw = Switch(P, m, lanes, dtype, data_depth=depth, ctrl_depth=ctrl_depth, max_len=max_len,
-                    table_entries=entries, fabric=fabric, out_credits=(0, 0, 0, 0),
+                    table_entries=entries, fabric=fabric, out_credits=(0, 0, 0, 0), fault=fault,
                     _shared=registry if shared and fabric == "fred" else None)
         _BUILDS[key] = (emit_with_shared(sw, "fred_switch", registry), sw)
     return _BUILDS[key]

@@ -5,12 +5,18 @@ one credited source per input port (packets offered by :mod:`fred.sim.golden_swi
 while the source holds credits, credits counted back from ``credit_o``), one sink per output port
 (random back-pressure, a receiver buffer returning credits on ``credit_i``, optionally starved),
 watches every round start (strict-priority check) and splits the outputs back into packets.
+
+Checks as things happen: a source never holds more credits than the switch's buffer of that
+VC (a credit returned twice shows at once); with :meth:`Bench.expect`, every packet is checked
+against the golden model the moment its last flit is delivered (data packets in order per
+(output, phase), control packets as a multiset per output). :meth:`Bench.raise_errors` fails
+the test on the first error (benches call it every cycle they wait).
 """
 
 from __future__ import annotations
 
 import random
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 
 import cocotb
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
@@ -35,9 +41,13 @@ class Bench:
         self.cb = cfg["credit_bits"]
         self.depths = cfg["depths"]
         self.clk = dut.clk
-        self.events = []          # (cycle, "start", vc) round starts
+        self.events = []          # (cycle, vc, phase) round starts
         self.prio_errors = []
         self.credit_errors = []
+        self.packet_errors = []
+        self._exp = None          # per-packet scoreboard (see expect)
+        self._partial = defaultdict(list)
+        self.delivered = 0
 
     # -- configuration ---------------------------------------------------------------------------
     async def load_table(self, words):
@@ -73,6 +83,11 @@ class Bench:
             if val:
                 for v in range(4):
                     self.src_credits[p][v] += _cfield(val, self.cb, v)
+                    if self.src_credits[p][v] > self.depths[v]:
+                        self.credit_errors.append(
+                            f"input {p} VC {pk.VC_NAMES[v]}: {self.src_credits[p][v]} credits held, "
+                            f"more than the {self.depths[v]}-flit buffer (a credit returned twice; "
+                            f"cycle {self.cycles.now})")
             await RisingEdge(self.clk)
 
     async def _source(self, p, items, rng):
@@ -158,6 +173,48 @@ class Bench:
         st["due"].append((cyc + dl, v))
         if last:
             st["vc"] = None
+        if self._exp is not None:
+            self._partial[q].append(word)
+            if last:
+                self._score(q, cyc, pk.unpack(self._partial.pop(q), self.flit_bits))
+
+    # -- per-packet scoreboard -------------------------------------------------------------------
+    def expect(self, data: dict, ctrl: dict):
+        """Check every packet as it is delivered: ``data`` maps (output, phase) to the expected
+        packets in order, ``ctrl`` output -> Counter of encoded control headers."""
+        self._exp = ({k: deque(v) for k, v in data.items()},
+                     {q: Counter(c) for q, c in ctrl.items()})
+
+    def _score(self, q, cyc, packet):
+        self.delivered += 1
+        data, ctrl = self._exp
+        h = packet.header
+        where = f"output {q} cycle {cyc}"
+        if h.vc == pk.VC_CTRL:
+            key = pk.encode_header(h)
+            if ctrl.get(q, Counter())[key] <= 0:
+                self.packet_errors.append(f"{where}: unexpected control packet {h}")
+            else:
+                ctrl[q][key] -= 1
+            return
+        queue = data.get((q, h.phase))
+        if not queue:
+            self.packet_errors.append(f"{where}: unexpected data packet {h} (no packet of phase "
+                                      f"{h.phase} is due at this output)")
+            return
+        want = queue.popleft()
+        if want.header != h:
+            self.packet_errors.append(f"{where}: header {h} != expected {want.header}")
+        for j, (fe, fg) in enumerate(zip(want.data, packet.data)):
+            if fe != fg:
+                self.packet_errors.append(f"{where} phase {h.phase} flit {j}: {fg:#x} != "
+                                          f"expected {fe:#x}")
+                break
+
+    def raise_errors(self):
+        """Fail now on the first credit, priority or packet error seen so far."""
+        for errs in (self.packet_errors, self.credit_errors, self.prio_errors):
+            assert not errs, errs[0]
 
     async def _credit_tx(self, q, rng):
         sig = getattr(self.dut, f"credit_i__{q}")

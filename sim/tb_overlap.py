@@ -97,11 +97,13 @@ class _Scenario:
         drv = self.b.drivers[p]
         while len(drv.sent) <= idx:
             await RisingEdge(self.dut.clk)
+            self.b.raise_errors()
         return drv.sent[idx][0]
 
     async def wait_flits(self, q, n, t_from):
         while sum(1 for c, _ in self.b.monitors[q].beats if c >= t_from) < n:
             await RisingEdge(self.dut.clk)
+            self.b.raise_errors()
 
     def check_rounds(self, phase, ports, outs, t_from, k0, n):
         """Output packets of ``phase`` since ``t_from`` == golden model of rounds k0..k0+n-1."""
@@ -221,8 +223,7 @@ async def switch_overlap(dut):
         results[name] = r
         dut._log.info(f"overlap {name}: { {k: v for k, v in r.items() if k != 'rounds'} }")
         await sc.quiet(20)
-    assert not b.prio_errors, b.prio_errors[0]
-    assert not b.credit_errors, b.credit_errors[0]
+    b.raise_errors()
     assert int(dut.err_packet.value) == 0 and int(dut.err_phase.value) == 0, "switch dropped packets"
     if cfg.get("out"):
         with open(cfg["out"], "w") as f:

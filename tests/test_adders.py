@@ -385,16 +385,16 @@ def test_verilator_lint_clean(name):
 
 # ---- emitted Verilog under cocotb + Verilator ----------------------------------------------
 
-def _cocotb(dtype, **config):
+def _cocotb(dtype, fault=None, **config):
     from fred.hdl.adders import ElementAdder
     from fred.hdl.verilog import emit
     from fred.sim.toolchain import run_bench
 
-    dut = ElementAdder(dtype)
+    dut = ElementAdder(dtype, fault=fault)
     top = f"fred_adder_{dtype}"
     return run_bench(verilog=emit(dut, top), toplevel=top, test_module="fred.sim.tb_adder",
-                     tag=f"adder-{dtype}", config={"dtype": dtype, "latency": dut.latency,
-                                                   **config})
+                     tag=f"adder-{dtype}{'-' + fault if fault else ''}",
+                     config={"dtype": dtype, "latency": dut.latency, **config})
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -403,9 +403,21 @@ def test_element_adder_verilator(dtype):
     _cocotb(dtype, n=100_000, en_p=0.8)
 
 
-def test_element_adder_verilator_checker_can_fail():
+def _mutant_caught(dtype):
+    """The adder built with a wrong rounding bit (ties round down instead of to even) fails the
+    bench: its special pairs and random operands contain exact ties."""
     with pytest.raises(AssertionError, match="1 of 1 cocotb tests failed"):
-        _cocotb("fp16", n=300, en_p=0.8, corrupt=17)
+        _cocotb(dtype, fault="round-bit", n=2000, en_p=0.8)
+
+
+def test_element_adder_round_bit_mutant_caught():
+    _mutant_caught("fp16")
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+def test_element_adder_round_bit_mutant_caught_regress(dtype):
+    _mutant_caught(dtype)
 
 
 @pytest.mark.regress

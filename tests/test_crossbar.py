@@ -92,10 +92,20 @@ def test_serial_crossbar_rate_and_exact():
     assert 0 < _rates(r)[0] <= 1.0 and 0 < _rates(r)[1] <= 1.0
 
 
-def test_checker_can_fail():
+def _drop_caught(variant, **kw):
+    """A crossbar that drops a beat (built with fault='drop-beat') fails the bench."""
     with pytest.raises(AssertionError, match="cocotb tests failed"):
-        measure_crossbar(4, "serial", default_flows("all-reduce", 4), lanes=1, beats=16, seed=5,
-                         corrupt=3)
+        measure_crossbar(4, variant, default_flows("all-reduce", 4), lanes=1, beats=16, seed=5,
+                         fault="drop-beat", **kw)
+
+
+def test_dropped_beat_mutant_caught():
+    _drop_caught("serial")
+
+
+@pytest.mark.regress
+def test_dropped_beat_mutant_caught_tree():
+    _drop_caught("tree", idle=0.2, stall=0.3)
 
 
 @pytest.mark.regress

@@ -129,3 +129,22 @@ def test_tolerance_check_can_fail():
     fake["dp_delay"] = {o: 0 for o in OFFSETS}
     r = model_overlap(fake, FIGURES)
     assert _errors(r)["dp_delay"] > r["tolerance"]
+
+
+# -- real fault mutants: the overlap bench must fail on each -------------------------------------
+def _overlap_caught(fault):
+    from fred.sim.measure_overlap import measure_overlap
+    with pytest.raises(AssertionError, match="cocotb tests failed"):
+        measure_overlap(K=6, J=2, offsets=(20,), figures=False, fault=fault)
+
+
+def test_overlap_header_off_by_one_caught():
+    """Headers carrying phase + 1 (the build tests/test_switch_bench.py's mutant test uses)."""
+    _overlap_caught("header-off-by-one")
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("fault", ["prio-reversed", "credit-twice"])
+def test_overlap_mutant_caught(fault):
+    """No preemption (DP keeps the fabric while MP waits) and a credit returned twice."""
+    _overlap_caught(fault)

@@ -26,21 +26,21 @@ PHASES5 = {
 
 
 def build(P=4, lanes=2, dtype="int32", fabric="fred", depth=12, ctrl_depth=2, max_len=4,
-          entries=8):
+          entries=8, fault=None):
     from fred.hdl.switch import Switch
     from fred.hdl.verilog import emit
     sw = Switch(P, 3, lanes, dtype, data_depth=depth, ctrl_depth=ctrl_depth, max_len=max_len,
-                table_entries=entries, fabric=fabric, out_credits=(0, 0, 0, 0))
+                table_entries=entries, fabric=fabric, out_credits=(0, 0, 0, 0), fault=fault)
     return sw, emit(sw, "fred_switch")
 
 
 _CACHE = {}
 
 
-def bench_config(P=4, lanes=2, dtype="int32", fabric="fred", phases=None, **kw):
-    key = (P, lanes, dtype, fabric)
+def bench_config(P=4, lanes=2, dtype="int32", fabric="fred", phases=None, fault=None, **kw):
+    key = (P, lanes, dtype, fabric, fault)
     if key not in _CACHE:
-        _CACHE[key] = build(P, lanes, dtype, fabric)
+        _CACHE[key] = build(P, lanes, dtype, fabric, fault=fault)
     sw, verilog = _CACHE[key]
     phases = phases or (PHASES4 if P == 4 else PHASES5)
     L = sw.layout
@@ -63,9 +63,9 @@ def bench_config(P=4, lanes=2, dtype="int32", fabric="fred", phases=None, **kw):
     return verilog, cfg
 
 
-def run(testcase, seed, **kw):
-    verilog, cfg = bench_config(**kw)
-    tag = f"switch-p{cfg['ports']}-{cfg['dtype']}-{cfg['fabric']}"
+def run(testcase, seed, fault=None, **kw):
+    verilog, cfg = bench_config(fault=fault, **kw)
+    tag = f"switch-p{cfg['ports']}-{cfg['dtype']}-{cfg['fabric']}" + (f"-{fault}" if fault else "")
     return run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.tb_switch",
                      tag=tag, config=cfg, seed=seed, testcase=testcase)
 
@@ -95,15 +95,28 @@ def test_switch_random_p5_fp16(seed):
     run("switch_random", seed, P=5, lanes=4, dtype="fp16", rounds=20, max_cycles=200_000)
 
 
-def test_switch_priority_checker_can_fail():
+# -- real fault mutants: each one must make the bench fail ----------------------------------------
+def _caught(testcase, fault, **kw):
     with pytest.raises(AssertionError, match="cocotb tests failed"):
-        run("switch_priority", 2, P=4, rounds=2, ctrl_rate=0.0, bad_rate=0.0,
-            rx_credits=[120, 120, 120, 4], credit_burst=31, starve=0.0, expect_prio_reversed=True)
+        run(testcase, 1, P=4, fault=fault, **kw)
 
 
-def test_switch_checker_can_fail():
-    with pytest.raises(AssertionError, match="cocotb tests failed"):
-        run("switch_random", 1, P=4, rounds=3, expect_corrupt=True)
+def test_switch_header_off_by_one_caught():
+    """Output headers with phase index + 1: the per-packet scoreboard fails at the first one."""
+    _caught("switch_random", "header-off-by-one", rounds=3)
+
+
+@pytest.mark.regress
+def test_switch_credit_twice_caught():
+    """Input port 0 returns one credit twice: the source holds more credits than the buffer."""
+    _caught("switch_random", "credit-twice", rounds=3)
+
+
+@pytest.mark.regress
+def test_switch_prio_reversed_caught():
+    """DP > PP > MP between rounds: the strict-priority checks fail."""
+    _caught("switch_priority", "prio-reversed", rounds=2, ctrl_rate=0.0, bad_rate=0.0,
+            rx_credits=[120, 120, 120, 4], credit_burst=31, starve=0.0)
 
 
 @pytest.mark.regress
