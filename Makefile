@@ -2,6 +2,7 @@
 #   make run           the main job: set up, emit Verilog, characterize the switch, print estimates
 #   make test          every test that CI runs (under 15 minutes on 2 cores)
 #   make regress       the full regression matrix and long soaks (slow)
+#   make coverage      cell, fabric and switch benches with functional coverage; fails on an empty bin
 #   make bench         benchmarks (timings and ratios, not pass/fail tests)
 #   make verilog       Verilog for the cells, the wafer's fabric chiplets and the switch into build/verilog
 #   make characterize  measure the RTL in simulation and write build/fred-timing.json
@@ -15,7 +16,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 BUILD  := build
 
-.PHONY: all run test regress bench verilog characterize venv clean distclean
+.PHONY: all run test regress coverage bench verilog characterize venv clean distclean
 
 all: run
 
@@ -48,6 +49,9 @@ test: $(STAMP)
 
 regress: $(STAMP)
 	FRED_REGRESS=1 $(PY) -m pytest -n $(JOBS) tests
+
+coverage: $(STAMP)
+	$(PY) -m fred.sim.coverage_run --out $(BUILD)/coverage
 
 bench: $(STAMP)
 	$(PY) -m fred.bench

@@ -42,6 +42,7 @@ class Bench:
         self.depths = cfg["depths"]
         self.clk = dut.clk
         self.events = []          # (cycle, vc, phase) round starts
+        self.round_log = []       # (cycle, vc, phase, ready_vcs) round starts (coverage)
         self.prio_errors = []
         self.credit_errors = []
         self.packet_errors = []
@@ -255,6 +256,7 @@ class Bench:
                 t, ready = pending
                 vc = int(d.act_vc.value)
                 self.events.append((t, vc, int(d.act_phase.value)))
+                self.round_log.append((t, vc, int(d.act_phase.value), ready))
                 higher = [u for u in pk.PRIORITY[:RANK[vc]] if ready >> u & 1]
                 if higher:
                     self.prio_errors.append(f"cycle {t}: started VC {pk.VC_NAMES[vc]} while "

@@ -45,6 +45,7 @@ from fred.hdl.modes import DMode, RDMode, RMode, mode_from_json, mode_to_json
 from fred.hdl.verilog import emit
 from fred.sim.golden_elem import random_operands
 from fred.sim.toolchain import bench_config, bench_seed
+from fred.sim import coverage
 from fred.sim import golden_cells as gc
 from fred.sim.streams import PauseGenerator, StreamDriver, StreamMonitor, pack_lanes, start, \
     unpack_lanes, watchdog
@@ -257,6 +258,7 @@ class CellTestbench:
         assert got == want, f"{what}: output beat counts {got}, expected {want} (extra beats)"
         for j in range(self.n_out):
             self.checker.compare(what, j, self.mon.as_array(j, out_mark[j]), exp[j], ins, routes)
+        coverage.sample_cell_phase(self.kind, self.dtype, routes, ins, idle, stall)
         res = PhaseResult(name, idle, stall, n, self.cycles.now - t0)
         if idle == 0 and stall == 0 and used_in:
             first_in = min(self.drv.drivers[k].sent[in_mark[k]][0] for k in used_in)
@@ -289,6 +291,7 @@ async def cell_regression(dut):
     tb = CellTestbench(dut, cfg, seed)
     try:
         await tb.run()
+        coverage.export(f"cell-{tb.kind}")
     finally:
         out = {"seed": seed, "checked": tb.checker.checked,
                "phases": [r.__dict__ for r in tb.results]}

@@ -52,6 +52,7 @@ from cocotb.triggers import FallingEdge, RisingEdge
 from fred.hdl.dtypes import get_dtype
 from fred.hdl.fabric import config_bits, fabric_latency
 from fred.hdl.routing import route
+from fred.sim import coverage
 from fred.sim.golden_fabric import check_sums, random_inputs, simulate_result, tree_reference
 from fred.sim.streams import (PauseGenerator, StreamDriver, StreamMonitor, pack_lanes, start,
                               unpack_lanes, watchdog)
@@ -190,6 +191,7 @@ async def fabric_phases(dut):
         base_in, base_out, start_cycle, end_cycle = await _run_phase(
             dut, cycles, drivers, monitors, word, inputs, expected, beats, width, latency)
         _check_outputs(label, res, monitors, base_out, inputs, expected, cfg, beats, seed)
+        coverage.sample_fabric_phase(res.flows, P, m)
         lat, out_rate, in_rate = _phase_figures(res, drivers, monitors, base_in, base_out)
         results.append({"label": label, "flows": [str(f) for f in res.flows],
                         "kinds": [f.kind for f in res.flows], "latency": _stats(lat),
@@ -200,3 +202,4 @@ async def fabric_phases(dut):
     if cfg.get("result_path"):
         with open(cfg["result_path"], "w") as fh:
             json.dump({"latency_formula": latency, "seed": seed, "phases": results}, fh, indent=1)
+    coverage.export("fabric")

@@ -36,6 +36,7 @@ import cocotb
 from cocotb.triggers import RisingEdge
 
 from fred.contract import packet as pk
+from fred.sim import coverage
 from fred.sim.golden_switch import Offered, SwitchModel, make_traffic, phases_from_json
 from fred.sim.streams import start, watchdog
 from fred.sim.switch_harness import RANK, Bench
@@ -94,6 +95,9 @@ async def _run(dut, mode):
     worst = _check_rounds(b, exp, got_times, cfg)
     if mode == "priority":
         _check_priority_order(b, cfg)
+    coverage.sample_switch(b.round_log, [(q, p.header) for q in range(b.P)
+                                         for _, _, p in b.output_packets(q) if p.header.vc == pk.VC_CTRL])
+    coverage.export(f"switch-{mode}")
     peak = int(dut.peak.value)
     lw = max(b.depths).bit_length()
     peaks = {pk.VC_NAMES[v]: (peak >> (v * lw)) & ((1 << lw) - 1) for v in range(4)}
