@@ -248,21 +248,30 @@ class _Engine:
         tag = skey.tobytes()
         rate = self.rate_cache.get(tag)
         if rate is None:
-            rate = self._solve_sorted(act[order])
+            rate = self._solve_sorted(act[order], skey)
             self.rate_cache[tag] = rate
         self.rate = np.empty(act.size)
         self.rate[order] = rate
 
-    def _solve_sorted(self, act):
-        """Rates of the flows ``act`` (in this order)."""
+    def _solve_sorted(self, act, skey):
+        """Rates of the flows ``act``, sorted by their (path, class) keys ``skey``. Flows with the
+        same key are solved as one flow of that multiplicity (a collective's pieces and
+        repeated collectives put many identical flows on the network at once)."""
+        first = np.flatnonzero(np.r_[True, skey[1:] != skey[:-1]])
+        mult = None
+        if first.size < act.size:
+            mult = np.diff(np.r_[first, act.size])
+            act = act[first]
         lk, ow = _gather(self.p_ptr, self.p_flat, self.path[act])
         flow_cap = self.p_cap[self.path[act]]
         if self.arb:
-            return priority_rates(ow, lk, act.size, self.cap_link, flow_cap, self.prio[act],
-                                  sw=(self.sw_a, self.sw_b, self.n_nodes))
-        if self.multi_prio:
-            return priority_rates(ow, lk, act.size, self.cap_link, flow_cap, self.prio[act])
-        return maxmin_rates(ow, lk, act.size, self.cap_link, flow_cap)
+            r = priority_rates(ow, lk, act.size, self.cap_link, flow_cap, self.prio[act],
+                               sw=(self.sw_a, self.sw_b, self.n_nodes), mult=mult)
+        elif self.multi_prio:
+            r = priority_rates(ow, lk, act.size, self.cap_link, flow_cap, self.prio[act], mult=mult)
+        else:
+            r = maxmin_rates(ow, lk, act.size, self.cap_link, flow_cap, mult)
+        return r if mult is None else np.repeat(r, mult)
 
     def _charge_preemptions(self, sn, so, pa, isnew):
         """A new flow meets a lower class holding the fabric of a switch on its route: it

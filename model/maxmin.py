@@ -16,12 +16,15 @@ import numpy as np
 __all__ = ["maxmin_rates", "priority_rates"]
 
 
-def maxmin_rates(ent_flow, ent_link, nflows, link_cap, flow_cap=None):
+def maxmin_rates(ent_flow, ent_link, nflows, link_cap, flow_cap=None, mult=None):
     """Max-min fair rates by progressive filling.
 
     ``ent_flow[e]`` uses link ``ent_link[e]``; ``link_cap`` per link (B/s); optional per-flow caps.
     Flows with no entries get their cap (``inf`` without one). All unfrozen flows rise together;
     when a link saturates, the flows crossing it freeze at the current level.
+    ``mult``: optional per-flow multiplicity -- flow i stands for ``mult[i]`` identical flows
+    (same links, same cap), which max-min gives the same rate; the result is the same as for
+    the flows listed one by one (counts are whole numbers either way).
     """
     ent_flow = np.asarray(ent_flow, dtype=np.int64)
     ent_link = np.asarray(ent_link, dtype=np.int64)
@@ -31,7 +34,8 @@ def maxmin_rates(ent_flow, ent_link, nflows, link_cap, flow_cap=None):
         return np.zeros(0)
     if ent_flow.size == 0:
         return fcap.copy()
-    cnt = np.bincount(ent_link, minlength=link_cap.size)
+    w = None if mult is None else np.asarray(mult, dtype=np.int64)[ent_flow]
+    cnt = np.bincount(ent_link, weights=w, minlength=link_cap.size)
     if cnt.max() <= 1:
         # fast path: no link is shared, every flow runs at its own bottleneck
         rate = np.full(nflows, np.inf)
@@ -52,7 +56,7 @@ def maxmin_rates(ent_flow, ent_link, nflows, link_cap, flow_cap=None):
     capped = np.isfinite(fcap).any()
     level = 0.0
     for _ in range(nflows + 2):
-        c = np.bincount(el, minlength=nu)
+        c = np.bincount(el, weights=w, minlength=nu)
         m = c > 0
         inc = (cap[m] / c[m]).min()
         if capped:
@@ -74,10 +78,12 @@ def maxmin_rates(ent_flow, ent_link, nflows, link_cap, flow_cap=None):
             break
         keep = ~newly[ef]
         ef, el = ef[keep], el[keep]
+        if w is not None:
+            w = w[keep]
     return rate
 
 
-def priority_rates(ent_flow, ent_link, nflows, link_cap, flow_cap, prio, sw=None):
+def priority_rates(ent_flow, ent_link, nflows, link_cap, flow_cap, prio, sw=None, mult=None):
     """Strict priority between classes (highest first), max-min fair inside each class.
 
     ``sw``: optional FRED switch arbitration ``(sw_a, sw_b, num_nodes)``: per link, the switch
@@ -86,7 +92,8 @@ def priority_rates(ent_flow, ent_link, nflows, link_cap, flow_cap, prio, sw=None
     form one phase and run in parallel; that phase needs the fabric for the busiest of its ports
     (the highest ``class rate on the link / link bandwidth`` over the switch's links), and the
     classes below may use a link at a switch only for the fabric time left: its capacity for
-    them is at most ``left x bandwidth``.
+    them is at most ``left x bandwidth``. ``mult``: per-flow multiplicity, as in
+    :func:`maxmin_rates`.
     """
     rate = np.zeros(nflows)
     link_cap = np.asarray(link_cap, dtype=float)
@@ -108,12 +115,13 @@ def priority_rates(ent_flow, ent_link, nflows, link_cap, flow_cap, prio, sw=None
             ecap[ma] = np.minimum(ecap[ma], left[sw_a[ma]] * link_cap[ma])
             ecap[mb] = np.minimum(ecap[mb], left[sw_b[mb]] * link_cap[mb])
         # links (or switch fabrics) with no capacity left starve this class
-        r = maxmin_rates(ef, el, sel.size, np.maximum(ecap, 1e-300), flow_cap[sel])
+        ms = None if mult is None else np.asarray(mult, dtype=np.int64)[sel]
+        r = maxmin_rates(ef, el, sel.size, np.maximum(ecap, 1e-300), flow_cap[sel], ms)
         dead = np.zeros(sel.size, dtype=bool)
         dead[ef[ecap[el] <= 1e-9 * np.maximum(link_cap[el], 1.0)]] = True
         r[dead] = 0.0
         rate[sel] = r
-        used = np.bincount(el, weights=r[ef], minlength=cap.size)
+        used = np.bincount(el, weights=r[ef] if ms is None else r[ef] * ms[ef], minlength=cap.size)
         cap -= used
         np.maximum(cap, 0.0, out=cap)
         if sw is not None:

@@ -103,3 +103,31 @@ def test_a_replayed_collective_still_checks_its_group():
     j = sim.collective("all-reduce", [0, 1, 2, 3], 1e6, deps=[d])
     res = sim.run()
     assert res.start[j] >= 1e-3
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_flows_with_a_multiplicity_get_the_rates_of_their_copies(seed):
+    """maxmin_rates / priority_rates with ``mult``: the same rates as the copies listed one by
+    one (random flows over random links, some sharing, with caps, classes and switches)."""
+    rng = np.random.default_rng(seed)
+    L, F = 12, 9
+    cap = rng.uniform(1, 10, L)
+    paths = [rng.choice(L, size=rng.integers(1, 4), replace=False) for _ in range(F)]
+    fcap = np.where(rng.random(F) < 0.3, rng.uniform(0.5, 3, F), np.inf)
+    prio = rng.integers(0, 3, F)
+    mult = rng.integers(1, 5, F)
+    ef = np.concatenate([np.full(p.size, i) for i, p in enumerate(paths)])
+    el = np.concatenate(paths)
+    # the copies, one by one
+    rep = np.repeat(np.arange(F), mult)
+    off = np.r_[0, np.cumsum(mult)[:-1]]
+    ef_full = np.concatenate([off[i] + np.repeat(np.arange(mult[i]), paths[i].size) for i in range(F)])
+    el_full = np.concatenate([np.tile(paths[i], mult[i]) for i in range(F)])
+    got = engine.maxmin_rates(ef, el, F, cap, fcap, mult)
+    want = engine.maxmin_rates(ef_full, el_full, rep.size, cap, fcap[rep])
+    assert np.array_equal(np.repeat(got, mult), want)
+    sw_a = np.where(rng.random(L) < 0.5, rng.integers(0, 3, L), -1)
+    sw_b = np.where(rng.random(L) < 0.5, rng.integers(0, 3, L), -1)
+    got = engine.priority_rates(ef, el, F, cap, fcap, prio, sw=(sw_a, sw_b, 3), mult=mult)
+    want = engine.priority_rates(ef_full, el_full, rep.size, cap, fcap[rep], prio[rep], sw=(sw_a, sw_b, 3))
+    np.testing.assert_allclose(np.repeat(got, mult), want, rtol=1e-12, atol=1e-12)
