@@ -102,6 +102,11 @@ class TimingFile:
     def fabrics(self) -> dict:
         return self.data["fabrics"]
 
+    @property
+    def clock(self) -> dict | None:
+        """The optional ``clock`` section (gate levels, FPGA fmax; ``fred timing``), or None."""
+        return self.data.get("clock")
+
     def describe(self) -> str:
         """One line for model outputs: which file, which RTL, which figures."""
         r = self.rtl
@@ -198,7 +203,45 @@ def validate_timing(doc, path="<timing>") -> dict:
                 _num(sec, kind, f"{w}{section}.", path, allow_none=True,
                      high=MAX_CYCLES if section == "latency_cycles" else 1.0 + 1e-9)
     _summary(_need(doc, "summary", dict, "", path), path)
+    if "clock" in doc:
+        _clock(doc["clock"], path)
     return doc
+
+
+#: gate levels beyond this are no measurement of a pipelined cell or chiplet
+MAX_GATE_LEVELS = 100_000
+#: an FPGA fmax above this (MHz) is no place-and-route result
+MAX_FMAX_MHZ = 10_000
+
+
+def _clock(clock, path) -> None:
+    """The optional ``clock`` section (``fred timing``): gate levels per design and, when
+    present, the FPGA fmax per design; every figure a number in range."""
+    if not isinstance(clock, dict):
+        raise TimingFileError(f"timing file {path}: field clock is not an object; {_fix(path)}")
+    gl = _need(clock, "gate_levels", dict, "clock.", path)
+    for group in ("cells", "fabrics"):
+        sec = _need(gl, group, dict, "clock.gate_levels.", path)
+        for name, rec in _designs(sec, group):
+            _num(rec, "levels", f"clock.gate_levels.{group}.{name}.", path, high=MAX_GATE_LEVELS)
+            _need(rec, "limiting_stage", str, f"clock.gate_levels.{group}.{name}.", path)
+    if "fpga" in clock:
+        fp = _need(clock, "fpga", dict, "clock.", path)
+        _need(fp, "device", str, "clock.fpga.", path)
+        for group in ("cells", "fabrics"):
+            sec = _need(fp, group, dict, "clock.fpga.", path)
+            for name, rec in _designs(sec, group):
+                _num(rec, "fmax_mhz", f"clock.fpga.{group}.{name}.", path, positive=True,
+                     high=MAX_FMAX_MHZ)
+
+
+def _designs(sec, group):
+    """(name, record) of a ``cells`` (kind -> dtype -> record) or ``fabrics`` (name -> record)
+    section."""
+    if group == "fabrics":
+        return list(sec.items())
+    return [(f"{k}.{t}", rec) for k, by in sec.items() for t, rec in
+            (by.items() if isinstance(by, dict) else [("?", by)])]
 
 
 def load_timing(path=None) -> TimingFile:

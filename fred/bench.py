@@ -22,6 +22,7 @@ BENCHMARKS = {
     "bounds": "fred.benchmarks.bounds:main",
     "overlap": "fred.benchmarks.overlap:main",
     "switch": "fred.sim.measure_switch:main",
+    "clock": "fred.benchmarks.clock:main",
     "training": "fred.benchmarks.training:main",
     "scale-out": "fred.benchmarks.training:scale_out",
 }

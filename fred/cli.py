@@ -33,6 +33,7 @@ COMMANDS = {
     "route": "fred.commands.route",
     "sim": "fred.commands.sim",
     "characterize": "fred.commands.characterize",
+    "timing": "fred.commands.timing",
     "collective": "fred.commands.collective",
     "estimate": "fred.commands.estimate",
     "sweep": "fred.commands.sweep",

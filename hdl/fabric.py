@@ -29,6 +29,21 @@ path crosses one cell per pipeline column: ``depth(P)`` R/demux columns, one RD 
 cycles from a beat's acceptance on an input to its presentation on an output (no back-pressure).
 Every path is fully pipelined (one beat per cycle per port in every mode).
 
+Latency under idle sources (issue 13). The formula is exact for unicast and multicast flows
+whatever the sources do, and for every flow while the sources are continuous. With gaps in the
+sources, a beat of a flow that *reduces* across more than one level of joins can leave later:
+a join (an R or RD cell adding two beats) waits for the later operand, the pipeline of the
+earlier one freezes behind its full skid register, and a frozen pipeline keeps its bubbles (the
+cells do not compact them, hdl/cells.py), so the next beat of that branch can reach the next join
+up to ``cell latency - 1`` cycles after a compacting pipeline would have delivered it. The
+first join level is fed by the sources directly and adds nothing, so a beat leaves between
+``latency`` and :func:`gapped_latency_bound` ``= latency + depth(P) x (cell latency - 1)``
+cycles after the last of its inputs was accepted (FRED_3(12): 21 .. 27 cycles for fp16, bf16,
+fp32; exactly 7 for int32, whose one-stage cells hold no bubble). The bound is a measured
+contract, not a proof: the fabric bench with idle sources (probability 0.1 .. 0.9) reaches it
+on FRED_3(4) (+2) and stays within it on FRED_3(12) (+5 of 6), checked by
+tests/test_fabric_sim.py. No beat is lost, added or reordered, and throughput is unaffected.
+
 Configuration vector
 --------------------
 ``cfg`` is the concatenation of every cell's own configuration word (each cell's
@@ -63,7 +78,7 @@ from .structure import check_params, child_ports, depth, stages, total_cells
 
 __all__ = ["Fabric", "config_layout", "config_width", "config_bits", "fabric_latency",
            "check_fabric_params", "MAX_RTL_PORTS", "MAX_RTL_WORK", "verilog_build", "RD_CONFIG_WIDTH",
-           "fabric_verilog_text", "decode_config", "cell_latencies"]
+           "fabric_verilog_text", "decode_config", "cell_latencies", "gapped_latency_bound"]
 
 #: largest fabric generated as RTL (ports)
 MAX_RTL_PORTS = 64
@@ -204,6 +219,14 @@ def _cell_latencies(middle, lanes, dtype):
     # hdl/cells.py: every cell kind has latency cell_latency(dtype) in every mode
     return (("R", RCell.cell_latency(dtype)), ("D", DCell.cell_latency(dtype)),
             ("RD", RDCell.cell_latency(dtype)))
+
+
+def gapped_latency_bound(ports: int, middle: int, lanes: int = 1, dtype="fp16") -> int:
+    """Most cycles a beat of a reducing flow takes through FRED_m(P) when the sources have gaps
+    (no back-pressure): ``fabric_latency + depth(P) x (join cell latency - 1)``; see "Latency
+    under idle sources" in the module docstring. Equal to :func:`fabric_latency` for int32."""
+    lat = cell_latencies(middle, lanes, dtype)
+    return fabric_latency(ports, middle, lanes, dtype) + depth(ports) * (max(lat["R"], lat["RD"]) - 1)
 
 
 def fabric_latency(ports: int, middle: int, lanes: int = 1, dtype="fp16") -> int:

@@ -159,6 +159,8 @@ INT_OPTIONS = [
     ("characterize", "--sweep-beats", 2, 100_000), ("characterize", "--cell-beats", 0, 100_000),
     ("characterize", "--switch-ports", 4, 16), ("characterize", "--switch-packet-flits", 1, 255),
     ("characterize", "--chiplets", 2, 64),
+    ("timing", "--lanes", 1, 16), ("timing", "--fabric-ports", 0, 16),
+    ("timing", "--fpga-fabric-lanes", 1, 4), ("timing", "--seed", 0, 2**31 - 1),
     ("collective", "--chunks", 1, 1024), ("collective --op reduce", "--root", 0, None),
     ("estimate", "--microbatches", 1, 1024), ("estimate", "--samples", 1, 1_000_000),
     ("estimate", "--granularity", 1, 256), ("estimate", "--stream-steps", 1, 256),
@@ -219,14 +221,14 @@ def _name_cases():
             ("characterize", "--dtype"), ("compare", "--dtype"),
             ("route --ports 8", "--collective"), ("collective", "--network"), ("collective", "--op"),
             ("collective", "--group"), ("collective", "--strategy"), ("collective", "--algorithm"),
-            ("collective", "--timing"), ("estimate", "--strategy"), ("estimate", "--timing"),
+            ("collective", "--timing"), ("timing", "--timing"), ("estimate", "--strategy"), ("estimate", "--timing"),
             ("sweep", "--timing"), ("sweep", "--workload"), ("estimate", "--npu"), ("estimate", "--memory"),
             ("estimate", "--trace"), ("estimate", "--trace-header"), ("sweep", "--scheduler"), ("scan", "--npu")]
     out = [(f"{cmd} {opt} ''", f"{opt} '' must not be empty") for cmd, opt in opts]
     out += [(f"{cmd} {opt} '  '", f"{opt} '  ' must not be empty") for cmd, opt in opts[:4]]
     lists = [("collective", "--fabric"), ("estimate", "--fabric"), ("estimate", "--workload"),
              ("sweep", "--fabric"), ("characterize", "--chiplets"), ("compare", "--ports"),
-             ("scan", "--workload"), ("scan", "--fabric"), ("scan", "--samples")]
+             ("timing", "--dtypes"), ("scan", "--workload"), ("scan", "--fabric"), ("scan", "--samples")]
     out += [(f"{cmd} {opt} ''", f"{opt} '' names nothing") for cmd, opt in lists]
     out += [(f"{cmd} {opt} ,", f"{opt} ',' names nothing") for cmd, opt in lists]
     return out
@@ -258,6 +260,11 @@ CASES = [
     ("sim cell r --dtype half", "--dtype: unknown element type 'half'"),
     ("characterize --dtype bf8", "--dtype: unknown element type 'bf8'"),
     ("compare --dtype x", "--dtype: unknown element type 'x'"),
+    ("timing --dtypes fp16,fp8", "--dtypes: unknown element type 'fp8'"),
+    ("timing --fabric-ports 1", "--fabric-ports 1: a fabric has at least 2 ports"),
+    ("timing --no-fpga --fpga-fabric-lanes 2", "--fpga-fabric-lanes 2 does not apply with --no-fpga"),
+    ("timing --fabric-ports 0 --fpga-fabric-lanes 2", "--fpga-fabric-lanes 2 does not apply with --fabric-ports 0"),
+    ("timing --timing {d}/missing.json", "missing.json: no such file"),
     ("verilog fabric --ports 12 --name 1abc", "--name '1abc' is not a Verilog module name"),
     ("verilog fabric --ports 12 --name 'a b'", "--name 'a b' is not a Verilog module name"),
     ("verilog fabric --ports 12 --name a-b", "--name 'a-b' is not a Verilog module name"),

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from fred.hdl.fabric import fabric_latency
+from fred.hdl.fabric import fabric_latency, gapped_latency_bound
 from fred.hdl.flows import expand
 from fred.hdl.routing import route
 from fred.sim.measure_fabric import KINDS, kind_flows, run_fabric
@@ -184,3 +184,38 @@ def test_fabric_fault_is_caught():
     """A fabric whose adders are broken (cells built with fault='corrupt-lane') fails bit-exact."""
     with pytest.raises(AssertionError, match="cocotb tests failed"):
         run_fabric(2, 2, 2, "fp16", [["0,1>0"]], seed=4, beats=8, fault="corrupt-lane")
+
+
+def _gapped(P, dtype, idle, seed, beats):
+    """Reduce, all-reduce, multicast and unicast over all P ports with idling sources and no
+    back-pressure: each phase's [min, max] latency (cycles from the last input accepted)."""
+    allp = ",".join(map(str, range(P)))
+    phases = [[f"{allp}>0"], [f"{allp}>{allp}"], [f"0>{allp}"], [f"{p}>{(p + 1) % P}" for p in range(P)]]
+    res = run_fabric(P, 3, 1, dtype, phases, labels=["reduce", "all-reduce", "multicast", "unicast"],
+                     seed=seed, beats=beats, idle=idle, stall=0.0, specials=False)
+    return {ph["label"]: (ph["latency"]["min"], ph["latency"]["max"]) for ph in res["phases"]}
+
+
+def test_fabric_latency_under_idle_sources():
+    """Issue 13: with gaps in the sources a reducing beat may take up to gapped_latency_bound
+    (FRED_3(4), fp16: 9 + 1 x 2 = 11 cycles) and, with these seeds, does take more than the
+    formula (the bubble is real and documented); non-reducing flows keep exactly the formula."""
+    lat, bound = fabric_latency(4, 3, 1, "fp16"), gapped_latency_bound(4, 3, 1, "fp16")
+    assert (lat, bound) == (9, 11)
+    got = _gapped(4, "fp16", 0.5, bench_seed(3), 100)
+    for kind in ("reduce", "all-reduce"):
+        assert got[kind][0] == lat and lat < got[kind][1] <= bound, (kind, got)
+    for kind in ("multicast", "unicast"):
+        assert got[kind] == (lat, lat), (kind, got)
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("P,dtype", [(12, "fp16"), (12, "int32"), (10, "bf16"), (7, "fp32")])
+def test_fabric_latency_under_idle_sources_regress(P, dtype):
+    lat, bound = fabric_latency(P, 3, 1, dtype), gapped_latency_bound(P, 3, 1, dtype)
+    for idle in (0.1, 0.5, 0.9):
+        got = _gapped(P, dtype, idle, bench_seed(7 + P), 120)
+        for kind, (lo, hi) in got.items():
+            assert lo == lat and hi <= bound, (idle, kind, got)
+            if kind in ("multicast", "unicast"):
+                assert hi == lat, (idle, kind, got)
