@@ -40,7 +40,8 @@ __all__ = ["Depth", "logic_depth", "depth_from_netlist", "parse_ltp", "GATES", "
 
 #: the gate set ABC maps to (technology independent)
 GATES = "AND,NAND,OR,NOR,XOR,XNOR,MUX"
-_SCRIPT_VERSION = 1
+#: bump when the script or the counting changes (part of the cache key)
+_SCRIPT_VERSION = 2
 _SCRIPTS = {
     "flatten": """\
 read_verilog -sv design.v
@@ -108,7 +109,8 @@ def parse_ltp(text: str) -> int | None:
 
 
 def _bit_names(mod) -> dict:
-    """bit -> the best name for it (a named, non-``$`` net first, then the shortest)."""
+    """bit -> the best name for it: a named, non-``$`` net first, then the deepest in the
+    hierarchy (``A_add.lane0.y`` rather than its alias ``y`` in the parent), then the shortest."""
     best = {}
     for name, net in mod.get("netnames", {}).items():
         hidden = bool(net.get("hide_name")) or name.lstrip("\\").startswith("$")
@@ -116,7 +118,7 @@ def _bit_names(mod) -> dict:
             if isinstance(b, str):
                 continue
             label = name if len(net["bits"]) == 1 else f"{name} [{k}]"
-            key = (hidden, len(name))
+            key = (hidden, -name.count("."), len(name))
             if b not in best or key < best[b][0]:
                 best[b] = (key, label)
     return {b: v[1] for b, v in best.items()}

@@ -140,3 +140,51 @@ def test_timing_file_clock_section_optional_and_checked(tmp_path):
     del bad["clock"]["gate_levels"]
     with pytest.raises(TimingFileError, match="clock.gate_levels"):
         validate_timing(bad, "bad.json")
+
+
+# ---- the embedded default and fred timing --------------------------------------------------------
+
+def test_embedded_default_has_clock_section():
+    """contract/data/timing-default.json carries the measured clock section: every cell kind x
+    dtype, FRED_3(12), the ltp cross-check held, and its `limiting` is what the data says."""
+    c = load_timing().clock
+    assert c is not None, "regenerate with: fred timing --timing default -o contract/data/timing-default.json"
+    for part in ("gate_levels", "fpga"):
+        cells = c[part]["cells"]
+        assert set(cells) == {"r", "d", "rd"}
+        assert all(set(v) == {"int32", "fp16", "bf16", "fp32"} for v in cells.values())
+        assert "FRED_3(12)" in c[part]["fabrics"]
+    for by in c["gate_levels"]["cells"].values():
+        for rec in by.values():
+            assert rec["levels"] == rec["ltp_levels"] > 0
+    assert limiting(c) == c["limiting"]
+
+
+def test_fred_timing_gate_levels_only(tmp_path, capsys):
+    """fred timing --no-fpga on int32 x 1 lane cells, no fabric: writes the timing file with the
+    clock section and prints it as JSON."""
+    from fred.cli import main
+
+    out = tmp_path / "t.json"
+    assert main(["timing", "--no-fpga", "--fabric-ports", "0", "--dtypes", "int32", "--lanes", "1",
+                 "-o", str(out), "--json", "-q"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kind"] == "fred-timing-clock" and doc["output"] == str(out)
+    clock = load_timing(out).clock
+    assert clock == doc["results"][0]
+    assert set(clock["gate_levels"]["cells"]) == {"r", "d", "rd"} and "fpga" not in clock
+    assert clock["lanes"] == 1 and clock["gate_levels"]["fabrics"] == {}
+
+
+@pytest.mark.regress
+def test_embedded_clock_section_reproduces():
+    """Re-measure the R cell fp16 (gate levels and ECP5 fmax; yosys and nextpnr are
+    deterministic for one seed) and compare with the embedded default."""
+    from fred.sim.measure_clock import measure_clock
+
+    c = load_timing().clock
+    new = measure_clock(dtypes=("fp16",), kinds=("r",), fabric_ports=0)
+    old_d, new_d = c["gate_levels"]["cells"]["r"]["fp16"], new["gate_levels"]["cells"]["r"]["fp16"]
+    assert (new_d["levels"], new_d["limiting_stage"]) == (old_d["levels"], old_d["limiting_stage"])
+    assert new["fpga"]["cells"]["r"]["fp16"]["fmax_mhz"] == pytest.approx(
+        c["fpga"]["cells"]["r"]["fp16"]["fmax_mhz"], rel=1e-5)
