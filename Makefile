@@ -3,6 +3,7 @@
 #   make test          every test that CI runs (under 15 minutes on 2 cores)
 #   make regress       the full regression matrix and long soaks (slow)
 #   make coverage      cell, fabric and switch benches with functional coverage; fails on an empty bin
+#   make formal        formal proofs (SymbiYosys, Yices): every property x design, as a table
 #   make bench         benchmarks (timings and ratios, not pass/fail tests)
 #   make verilog       Verilog for the cells, the wafer's fabric chiplets and the switch into build/verilog
 #   make characterize  measure the RTL in simulation and write build/fred-timing.json
@@ -16,7 +17,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 BUILD  := build
 
-.PHONY: all run test regress coverage bench verilog characterize venv clean distclean
+.PHONY: all run test regress coverage formal bench verilog characterize venv clean distclean
 
 all: run
 
@@ -52,6 +53,9 @@ regress: $(STAMP)
 
 coverage: $(STAMP)
 	$(PY) -m fred.sim.coverage_run --out $(BUILD)/coverage
+
+formal: $(STAMP)
+	$(PY) -m fred.sim.formal --out $(BUILD)/formal --jobs $(JOBS)
 
 bench: $(STAMP)
 	$(PY) -m fred.bench

@@ -133,6 +133,10 @@ class _Cell(wiring.Component):
         self.fault = fault
         self.latency = cell_latency(self.dtype)
         self.width = self.dtype.width
+        #: internal state filled in by ``elaborate`` for the formal harness (sim/formal_cells.py):
+        #: per datapath name its (valid bits, delay registers, adder or None); ``"skid"`` the
+        #: per-output (valid, data) skid registers
+        self.probes = {}
         super().__init__(signature)
 
     @classmethod
@@ -151,9 +155,11 @@ class _Cell(wiring.Component):
             m.d.sync += [valid[0].eq(in_valid), delay[0].eq(a)]
             for k in range(1, L):
                 m.d.sync += [valid[k].eq(valid[k - 1]), delay[k].eq(delay[k - 1])]
+        self.probes[name] = (valid, delay, None)
         if b is None:
             return valid[-1], delay[-1]
         add = m.submodules[f"{name}_add"] = VectorAdder(self.dtype, self.lanes)
+        self.probes[name] = (valid, delay, add)
         m.d.comb += [add.a.eq(a), add.b.eq(b), add.en.eq(en)]
         y = Signal(W, name=f"{name}_sum")
         if self.fault == "corrupt-lane":
@@ -175,6 +181,7 @@ class _Cell(wiring.Component):
         nd = len(paths)
         skid_v = [Signal(name=f"o{j}_skid_v") for j in range(len(outs))]
         skid_d = [Signal(W, name=f"o{j}_skid_d") for j in range(len(outs))]
+        self.probes["skid"] = list(zip(skid_v, skid_d))
         ens = []
         for d in range(nd):
             used = Signal(name=f"dp{d}_used")
