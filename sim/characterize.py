@@ -38,6 +38,7 @@ from fred.contract.packet import HEADER_BITS
 from fred.contract.timing import KIND, SCHEMA_VERSION, summarize
 from fred.hdl.adders import adder_latency
 from fred.hdl.area import synth_area, yosys_version
+from fred.sim.area_width import check_width_area, width_area
 from fred.hdl.cells import build_cell
 from fred.hdl.dtypes import get_dtype
 from fred.hdl.fabric import check_fabric_params, fabric_latency
@@ -243,7 +244,7 @@ def _switch_params(cfg):
 def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=None, beats=None,
                  sweep_beats=None, loads=None, stall=None, cell_beats=None, switch_ports=None,
                  switch_packet_flits=None, switch_preemptions=None, area="hier",
-                 switch=True, cells=True, progress=True) -> dict:
+                 switch=True, cells=True, progress=True, area_lanes=None) -> dict:
     """Run the benches and return the timing document (see the module docstring).
 
     ``switch_ports`` (default: the largest chiplet's port count), ``switch_packet_flits``
@@ -253,6 +254,9 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
     ``area``: how the chiplets are synthesized (cells are always flattened): ``"hier"``
     (deduplicated modules, :func:`fred.hdl.area.synth_area` ``method="hier"``), ``"flatten"``
     (very slow for FRED_3(12)), or ``"none"`` (no area at all).
+
+    ``area_lanes`` (e.g. 256): also the area of the cells, the chiplets and the switch at that
+    width, in section ``area_at_width`` (schema 2; :func:`fred.sim.area_width.width_area`).
     """
 
     cfg = dict(DEFAULTS)
@@ -272,7 +276,11 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
     if switch:
         _switch_params(cfg)
     m, L = cfg["middle"], cfg["lanes"]
-    steps = (len(CELL_KINDS) if cells else 0) + len(cfg["chiplets"]) + (1 if switch else 0) + 1
+    if area_lanes:
+        check_width_area(cfg["chiplets"], cfg["middle"], area_lanes, cfg["dtype"],
+                         cfg["switch_ports"] if switch else None)
+    steps = (len(CELL_KINDS) if cells else 0) + len(cfg["chiplets"]) + (1 if switch else 0) + 1 \
+        + (1 if area_lanes else 0)
     # progress: True/False (phase lines on stderr, or none), or a factory ``progress(steps)`` of an
     # object with step(what) and note(what) (the CLI's progress bar)
     prog = progress(steps) if callable(progress) else Progress(steps, enabled=progress)
@@ -313,6 +321,11 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
                                         preemptions=cfg["switch_preemptions"])
     else:
         doc["switch"] = None
+    if area_lanes:
+        prog.step(f"area at {area_lanes} lanes (hierarchical, each module synthesized once)")
+        doc["area_at_width"] = width_area(chiplets=cfg["chiplets"], middle=m, lanes=area_lanes,
+                                          dtype=t.name, cells=cells, progress=prog.note,
+                                          switch_ports=cfg["switch_ports"] if switch else None)
     prog.step("summary, tool versions")
     doc["summary"] = summarize(doc)
     doc["tools"] = tool_versions(yosys=area != "none")
