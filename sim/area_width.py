@@ -57,7 +57,7 @@ def check_width_area(chiplets, middle, lanes, dtype, switch_ports=None) -> None:
                              f"the switch's {HEADER_BITS}-bit header; use more lanes")
         buf = switch_buffers(lanes, t.name)
         sw = Switch(switch_ports, middle, lanes, t.name, data_depth=buf["data_depth"],
-                    ctrl_depth=buf["ctrl_depth"], max_len=buf["max_len"])
+                    ctrl_depth=buf["ctrl_depth"], max_len=buf["max_len"], _shared={}, _hier=True)
         bits = input_bits(sw)
         sw._MustUse__silence = True
         if bits > MAX_MODULE_PORT_BITS:

@@ -76,3 +76,27 @@ def test_timing_schema_2_area_section_and_old_files():
     old["schema_version"] = 1
     with pytest.raises(TimingFileError, match="needs schema version 2"):
         validate_timing(old)
+
+
+def test_width_area_refuses_before_any_work():
+    from fred.sim.area_width import check_width_area, switch_buffers
+
+    check_width_area((12, 10), 3, 256, "fp16", 12)        # the real width fits
+    with pytest.raises(ValueError, match="77,253 input bits in one module"):
+        check_width_area((12, 10), 3, 400, "fp16", 12)
+    with pytest.raises(ValueError, match="smaller than the switch's 48-bit header"):
+        check_width_area((4,), 3, 2, "fp16", 4)
+    # the design's buffers at a 512-byte flit: 48 data flits (24 KB), 4 control flits (2 KB),
+    # 8-flit (4 KB) packets
+    assert switch_buffers(256, "fp16") == {"flit_bytes": 512, "data_depth": 48, "ctrl_depth": 4,
+                                           "max_len": 8}
+
+
+def test_characterize_area_lanes_bad_input(tmp_path):
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "fred", "characterize", "--area-lanes", "400", "-o",
+                        str(tmp_path / "t.json")], capture_output=True, text=True)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+    assert "--chiplets 12: FRED_3(12) with 400 fp16 lanes needs" in p.stderr
