@@ -255,8 +255,9 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
     (deduplicated modules, :func:`fred.hdl.area.synth_area` ``method="hier"``), ``"flatten"``
     (very slow for FRED_3(12)), or ``"none"`` (no area at all).
 
-    ``area_lanes`` (e.g. 256): also the area of the cells, the chiplets and the switch at that
-    width, in section ``area_at_width`` (schema 2; :func:`fred.sim.area_width.width_area`).
+    ``area_lanes`` (e.g. 256): also the area of the cells, the chiplets and a switch of the
+    largest chiplet's size at that width, in section ``area_at_width`` (schema 2;
+    :func:`fred.sim.area_width.width_area`).
     """
 
     cfg = dict(DEFAULTS)
@@ -277,8 +278,7 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
         _switch_params(cfg)
     m, L = cfg["middle"], cfg["lanes"]
     if area_lanes:
-        check_width_area(cfg["chiplets"], cfg["middle"], area_lanes, cfg["dtype"],
-                         cfg["switch_ports"] if switch else None)
+        check_width_area(cfg["chiplets"], cfg["middle"], area_lanes, cfg["dtype"], max(cfg["chiplets"]))
     steps = (len(CELL_KINDS) if cells else 0) + len(cfg["chiplets"]) + (1 if switch else 0) + 1 \
         + (1 if area_lanes else 0)
     # progress: True/False (phase lines on stderr, or none), or a factory ``progress(steps)`` of an
@@ -325,9 +325,9 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
         prog.step(f"area at {area_lanes} lanes (hierarchical, each module synthesized once)")
         doc["area_at_width"] = width_area(chiplets=cfg["chiplets"], middle=m, lanes=area_lanes,
                                           dtype=t.name, cells=cells, progress=prog.note,
-                                          switch_ports=cfg["switch_ports"] if switch else None)
+                                          switch_ports=max(cfg["chiplets"]))
     prog.step("summary, tool versions")
     doc["summary"] = summarize(doc)
-    doc["tools"] = tool_versions(yosys=area != "none")
+    doc["tools"] = tool_versions(yosys=area != "none" or bool(area_lanes))
     doc["elapsed_s"] = round(time.perf_counter() - t0, 1)
     return doc

@@ -80,3 +80,20 @@ def test_cli_refuses_too_wide(argv, msg, tmp_path):
                         str(tmp_path / "x.v")], capture_output=True, text=True)
     assert p.returncode == 2
     assert msg in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.regress
+def test_switch_bench_passes_on_hier_form(monkeypatch):
+    """The switch regression bench (tests/test_switch_bench.py, P = 4) on the hierarchical
+    switch: shared input/output port modules, hierarchical fabric."""
+    from fred.hdl.hier import emit_modules
+    from fred.hdl.switch import Switch
+    from tests import test_switch_bench as tsb
+
+    registry = {}
+    sw = Switch(4, 3, 2, "int32", data_depth=12, ctrl_depth=2, max_len=4, table_entries=8,
+                out_credits=(0, 0, 0, 0), _shared=registry, _hier=True)
+    text = emit_modules(sw, "fred_switch", registry)
+    assert "fred_switch_in_d12_12_12_2_n4_f64 in3" in text      # one module for every input port
+    monkeypatch.setitem(tsb._CACHE, (4, 2, "int32", "fred"), (sw, text))
+    tsb.run("switch_random", 1, P=4)
