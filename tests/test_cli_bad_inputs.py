@@ -271,8 +271,10 @@ CASES = [
     ("verilog fabric --ports 12 --name café", "--name 'café' is not a Verilog module name"),
     # sizes that cannot be generated in reasonable time, or do not fit
     ("verilog fabric --ports 64 --middle 3 --lanes 4", "FRED_3(64) with 4 fp16 lanes is too large"),
-    ("verilog fabric --ports 12 --middle 64 --lanes 64", "is too large to generate"),
-    ("verilog switch --ports 64 --lanes 64", "is too large to generate"),
+    ("verilog fabric --ports 12 --middle 64 --lanes 64", "more than the 65,535 Amaranth"),
+    ("verilog fabric --ports 12 --middle 64 --lanes 8", "is too large to generate"),
+    ("verilog switch --ports 64 --lanes 64", "more than the 65,535 Amaranth"),
+    ("verilog switch --ports 64 --lanes 8", "is too large to generate"),
     ("verilog crossbar --ports 64 --lanes 4", "crossbar/tree with --ports 64 and --lanes 4 fp16 is too large"),
     ("verilog crossbar --ports 8 --lanes 1024", "is too large to generate in reasonable time"),
     ("verilog switch --ports 4 --max-len 60", "--max-len 60 does not fit --data-depth 48"),
