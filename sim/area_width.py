@@ -59,7 +59,8 @@ def check_width_area(chiplets, middle, lanes, dtype, switch_ports=None) -> None:
         sw = Switch(switch_ports, middle, lanes, t.name, data_depth=buf["data_depth"],
                     ctrl_depth=buf["ctrl_depth"], max_len=buf["max_len"], _shared={}, _hier=True)
         bits = input_bits(sw)
-        sw._MustUse__silence = True
+        for part in (sw, sw.fabric, *sw._ports):  # built only to count its ports
+            part._MustUse__silence = True
         if bits > MAX_MODULE_PORT_BITS:
             raise ValueError(f"a {switch_ports}-port switch with {lanes} {t.name} lanes needs {bits:,} input "
                              f"bits in its top module, more than the {MAX_MODULE_PORT_BITS:,} Amaranth's "
