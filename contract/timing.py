@@ -27,11 +27,19 @@ from fred import FredError
 from .outputs import write_atomic
 from .rounding import rounded
 
-__all__ = ["SCHEMA_VERSION", "KIND", "DEFAULT_NAME", "TimingFile", "TimingFileError", "load_timing", "timing_text",
+__all__ = ["SCHEMA_VERSION", "SCHEMA_CHANGES", "READ_VERSIONS", "KIND", "DEFAULT_NAME", "TimingFile", "TimingFileError", "load_timing", "timing_text",
            "validate_timing", "summarize", "write_timing", "default_timing_path", "FLOW_KINDS"]
 
-#: the schema this module reads and writes
-SCHEMA_VERSION = 1
+#: the schema this module writes
+SCHEMA_VERSION = 2
+#: what each schema version changed; the reader reads every version listed here
+SCHEMA_CHANGES = {
+    1: "the first schema: cells, fabrics, switch, summary",
+    2: "adds the optional section area_at_width (area of the cells, the switch chiplets and the "
+       "switch at the chiplets' real width, written by `fred characterize --area-lanes N`); "
+       "a version 1 file reads the same, without that section",
+}
+READ_VERSIONS = tuple(SCHEMA_CHANGES)
 #: file kind marker
 KIND = "fred-timing"
 #: the embedded default, inside package ``fred.contract`` (contract/data/)
@@ -107,6 +115,11 @@ class TimingFile:
         """The optional ``clock`` section (gate levels, FPGA fmax; ``fred timing``), or None."""
         return self.data.get("clock")
 
+    @property
+    def area_at_width(self) -> dict | None:
+        """The area at the chiplets' real width (schema 2; None when the file has none)."""
+        return self.data.get("area_at_width")
+
     def describe(self) -> str:
         """One line for model outputs: which file, which RTL, which figures."""
         r = self.rtl
@@ -180,9 +193,11 @@ def validate_timing(doc, path="<timing>") -> dict:
         raise TimingFileError(f"timing file {path}: not a FRED timing file (kind "
                               f"{doc.get('kind')!r}, expected {KIND!r}); {_fix(path)}")
     ver = doc.get("schema_version")
-    if ver != SCHEMA_VERSION:
+    if isinstance(ver, bool) or ver not in READ_VERSIONS:
         raise TimingFileError(f"timing file {path}: schema version {ver!r}, this fred reads "
-                              f"version {SCHEMA_VERSION}; {_fix(path)}")
+                              f"versions {', '.join(map(str, READ_VERSIONS))} (version "
+                              f"{SCHEMA_VERSION} {SCHEMA_CHANGES[SCHEMA_VERSION].split(' (')[0]}); "
+                              f"{_fix(path)}")
     src = _need(doc, "source", dict, "", path)
     _need(src, "revision", str, "source.", path)
     _need(src, "dirty", bool, "source.", path)
@@ -205,6 +220,11 @@ def validate_timing(doc, path="<timing>") -> dict:
     _summary(_need(doc, "summary", dict, "", path), path)
     if "clock" in doc:
         _clock(doc["clock"], path)
+    if doc.get("area_at_width") is not None:
+        if ver < 2:
+            raise TimingFileError(f"timing file {path}: section area_at_width needs schema version 2 "
+                                  f"(this file says {ver}); {_fix(path)}")
+        _area_at_width(doc["area_at_width"], path)
     return doc
 
 
@@ -242,6 +262,18 @@ def _designs(sec, group):
         return list(sec.items())
     return [(f"{k}.{t}", rec) for k, by in sec.items() for t, rec in
             (by.items() if isinstance(by, dict) else [("?", by)])]
+
+
+def _area_at_width(sec, path) -> None:
+    """Schema 2's optional section: per design, cells, flip-flops, gate equivalents and mm²."""
+    w = "area_at_width."
+    if not isinstance(sec, dict):
+        raise TimingFileError(f"timing file {path}: field area_at_width is not an object; {_fix(path)}")
+    _num(sec, "lanes", w, path, positive=True)
+    _need(sec, "dtype", str, w, path)
+    for name, d in _need(sec, "designs", dict, w, path).items():
+        for key in ("cells", "flipflops", "ge", "logic_mm2", "sram_bits", "sram_mm2", "total_mm2"):
+            _num(d, key, f"{w}designs.{name}.", path)
 
 
 def load_timing(path=None) -> TimingFile:

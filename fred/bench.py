@@ -23,6 +23,7 @@ BENCHMARKS = {
     "overlap": "fred.benchmarks.overlap:main",
     "switch": "fred.sim.measure_switch:main",
     "clock": "fred.benchmarks.clock:main",
+    "verilog": "fred.benchmarks.verilog:main",
     "training": "fred.benchmarks.training:main",
     "scale-out": "fred.benchmarks.training:scale_out",
 }

@@ -201,13 +201,14 @@ def yosys_version() -> str:
 
 
 def synth_area(verilog: str, top: str | None = None, *, method: str = "flatten",
-               timeout: float | None = None) -> Area:
+               timeout: float | None = None, script: str | None = None) -> Area:
     """Synthesize ``verilog`` (text) with yosys and count cells and flip-flops.
 
     ``top`` defaults to the module no other module instantiates. ``method``: ``"flatten"``
     (the whole design flattened, default) or ``"hier"`` (deduplicated modules, per-module
     synthesis; for large designs, see the module docstring). Cached by a hash of text + script.
-    ``timeout`` in seconds (default ``FRED_YOSYS_TIMEOUT`` or 3600).
+    ``timeout`` in seconds (default ``FRED_YOSYS_TIMEOUT`` or 3600). ``script`` (a template with
+    ``{top}``, writing ``stat.json``) replaces the method's script (:mod:`fred.hdl.area_hier`).
     Raises ``RuntimeError`` (with the tail of the yosys log) when synthesis fails.
     """
     if not isinstance(verilog, str) or not verilog.strip():
@@ -217,7 +218,7 @@ def synth_area(verilog: str, top: str | None = None, *, method: str = "flatten",
     if timeout is None:
         timeout = float(os.environ.get("FRED_YOSYS_TIMEOUT", "3600"))
     top = top or _top_of(verilog)
-    script = _SCRIPTS[method].format(top=top)
+    script = (script or _SCRIPTS[method]).format(top=top)
     if method == "hier":
         verilog, _ = dedup_modules(verilog)
     digest = hashlib.sha256(f"{_SCRIPT_VERSION}\n{script}\n{verilog}".encode()).hexdigest()[:16]

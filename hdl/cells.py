@@ -76,7 +76,7 @@ every *sum* (the adder output); it exists only so a test can prove the checker f
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -122,6 +122,8 @@ class _Cell(wiring.Component):
     per-output skid registers. Subclasses define the ports and the config decoding."""
 
     kind = "?"
+    #: vector adder class (None: VectorAdder); the hierarchical form sets hier.LaneAdders
+    adder_class = None
 
     def __init__(self, signature, *, dtype, lanes, fault=None):
         with rejecting(self):
@@ -158,14 +160,14 @@ class _Cell(wiring.Component):
         self.probes[name] = (valid, delay, None)
         if b is None:
             return valid[-1], delay[-1]
-        add = m.submodules[f"{name}_add"] = VectorAdder(self.dtype, self.lanes)
+        add = m.submodules[f"{name}_add"] = (self.adder_class or VectorAdder)(self.dtype, self.lanes)
         self.probes[name] = (valid, delay, add)
         m.d.comb += [add.a.eq(a), add.b.eq(b), add.en.eq(en)]
         y = Signal(W, name=f"{name}_sum")
         if self.fault == "corrupt-lane":
-            m.d.comb += y.eq(add.y.as_value() ^ (1 << (self.width * (self.lanes - 1))))
+            m.d.comb += y.eq(Value.cast(add.y) ^ (1 << (self.width * (self.lanes - 1))))
         else:
-            m.d.comb += y.eq(add.y.as_value())
+            m.d.comb += y.eq(Value.cast(add.y))
         data_out = Signal(W, name=f"{name}_p")
         m.d.comb += data_out.eq(Mux(use_sum, y, delay[-1]))
         return valid[-1], data_out

@@ -63,7 +63,7 @@ The configuration may only change while the fabric is drained (no beat inside).
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from amaranth.hdl import Module, Shape
 from amaranth.lib import wiring
@@ -71,6 +71,7 @@ from amaranth.lib.wiring import In, Out
 
 from .cells import FAULTS, DCell, RCell, RDCell, stream_signature
 from .dtypes import get_dtype
+from .hier import FORMS, LaneAdders, emit_modules, resolve_form, instantiate, plain_signature
 from .modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode
 from .muxes import DemuxCell, MuxCell, sel_width
 from .params import check_lanes, check_ports, rejecting
@@ -78,7 +79,8 @@ from .structure import check_params, child_ports, depth, stages, total_cells
 
 __all__ = ["Fabric", "config_layout", "config_width", "config_bits", "fabric_latency",
            "check_fabric_params", "MAX_RTL_PORTS", "MAX_RTL_WORK", "verilog_build", "RD_CONFIG_WIDTH",
-           "fabric_verilog_text", "decode_config", "cell_latencies", "gapped_latency_bound"]
+           "fabric_verilog_text", "decode_config", "cell_latencies", "gapped_latency_bound",
+           "MAX_MODULE_PORT_BITS", "module_port_bits"]
 
 #: largest fabric generated as RTL (ports)
 MAX_RTL_PORTS = 64
@@ -87,23 +89,46 @@ MAX_RTL_PORTS = 64
 #: (FRED_3(12) with 4 fp16 lanes: 93 cells, 372 slices, ~30 s); the budget is ~5 CPU minutes.
 #: FRED_3(64) fits with 1 to 3 fp16 lanes, not with 4.
 MAX_RTL_WORK = 4_000
+#: the hierarchical form's bound: Amaranth's netlist numbers the bits of one cell (a module's
+#: input ports, an instance's outputs) in 16 bits (amaranth.hdl._nir.Net), so no module may
+#: take more input bits than this. Generation time is then ~10 CPU s for FRED_3(12) at 256 fp16
+#: lanes (FRED_3(12) fits up to 338 fp16 lanes, FRED_3(64) up to 57).
+MAX_MODULE_PORT_BITS = (1 << 16) - 1
+
+
+def module_port_bits(ports: int, middle: int, lanes: int, dtype) -> int:
+    """Input bits of the widest module of FRED_m(P) (its top: payload + valid per input,
+    ready per output, the config vector; or a cell with ``middle`` streams)."""
+    w = lanes * get_dtype(dtype).width
+    return max(ports, middle) * (w + 2) + config_width(ports, middle)
+
+
 #: width of the RD cell's configuration (an RDMode value)
 RD_CONFIG_WIDTH = 3
 
 
-def check_fabric_params(ports, middle, lanes=1, dtype="fp16") -> None:
+def check_fabric_params(ports, middle, lanes=1, dtype="fp16", form="shared") -> None:
     """Validate RTL parameters (:mod:`fred.hdl.params`): ``TypeError`` / one-line
-    ``ValueError`` naming the bad value."""
+    ``ValueError`` naming the bad value. The flat and shared forms are limited by their lane
+    slices (:data:`MAX_RTL_WORK`); the hierarchical form by the port bits of one module
+    (:data:`MAX_MODULE_PORT_BITS`)."""
     check_params(ports, middle, build=False)
     check_lanes(lanes)
     t = get_dtype(dtype)
     check_ports(ports, MAX_RTL_PORTS, "RTL generation of a larger FRED_m(P) takes too long")
+    if form == "hier":
+        bits = module_port_bits(ports, middle, lanes, t)
+        if bits > MAX_MODULE_PORT_BITS:
+            raise ValueError(f"FRED_{middle}({ports}) with {lanes} {t.name} lanes needs {bits:,} input "
+                             f"bits in one module, more than the {MAX_MODULE_PORT_BITS:,} Amaranth's "
+                             f"netlist holds; use fewer ports, middle copies or lanes")
+        return
     n = total_cells(ports, middle)
     work = n * lanes * t.width // 16
     if work > MAX_RTL_WORK:
         raise ValueError(f"FRED_{middle}({ports}) with {lanes} {t.name} lanes is too large to generate "
                          f"in reasonable time ({n} cells x {lanes} lanes = {work:,} lane slices, "
-                         f"limit {MAX_RTL_WORK:,}); use fewer ports, middle copies or lanes")
+                         f"limit {MAX_RTL_WORK:,}); use fewer ports, middle copies or lanes, or --form hier")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,21 +274,20 @@ def _cell_module_name(cell) -> str:
     return name + (f"_{cell.fault.replace('-', '_')}" if getattr(cell, "fault", None) else "")
 
 
-def _cell_instance(mod, name, cell, registry):
+def _cell_instance(mod, name, cell, registry, hier=False):
     """Add an ``Instance`` of the shared module for ``cell`` to ``mod`` as submodule ``name``;
-    return an interface with the cell's signature wired to the instance's ports."""
-    from amaranth.hdl import ClockSignal, Instance, ResetSignal, Value
+    return an interface with the cell's signature wired to the instance's ports (plain payloads
+    and lane-adder instances in the hierarchical form, :mod:`fred.hdl.hier`)."""
+    if not hier:
+        return instantiate(mod, name, cell, _cell_module_name(cell), registry)
+    cell.adder_class = partial(LaneAdders, registry=registry)
+    return instantiate(mod, name, cell, _cell_module_name(cell), registry,
+                       plain_signature(cell.signature))
 
-    module = _cell_module_name(cell)
-    registry.setdefault(module, cell)
-    cell._MustUse__silence = True  # only its class, parameters and ports are used
-    intf = wiring.PureInterface(cell.signature, path=(name,))
-    kwargs = {"i_clk": ClockSignal("sync"), "i_rst": ResetSignal("sync")}
-    for path, member, value in cell.signature.flatten(intf):
-        port = "__".join(str(x) for x in path)
-        kwargs[("i_" if member.flow == In else "o_") + port] = Value.cast(value)
-    mod.submodules[name] = Instance(module, **kwargs)
-    return intf
+
+def _fabric_module_name(fab) -> str:
+    fault = f"_{fab.fault.replace('-', '_')}" if fab.fault else ""
+    return f"fred_fabric_m{fab.middle}_p{fab.ports}_l{fab.lanes}_{fab.dtype.name}{fault}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,15 +298,17 @@ class Fabric(wiring.Component):
     ``fault`` (tests only) builds every cell with that fault (see ``fred.hdl.cells.FAULTS``)."""
 
     def __init__(self, ports: int, middle: int, lanes: int, dtype, *, fault=None, _path=(),
-                 _checked=False, _shared=None):
+                 _checked=False, _shared=None, _hier=False):
         if not _checked:
             with rejecting(self):
-                check_fabric_params(ports, middle, lanes, dtype)
+                form = "hier" if _hier and _shared is not None else "shared"
+                check_fabric_params(ports, middle, lanes, dtype, form)
                 if fault not in FAULTS:
                     raise ValueError(f"unknown fault {fault!r}; known: "
                                      + ", ".join(f for f in FAULTS if f))
         self.fault = fault
         self._shared = _shared  # None, or a dict module name -> cell (see fabric_verilog_text)
+        self._hier = bool(_hier) and _shared is not None  # hierarchical form (fred.hdl.hier)
         self.ports, self.middle, self.lanes = ports, middle, lanes
         self.dtype = get_dtype(dtype)
         self.path = tuple(_path)
@@ -292,8 +318,9 @@ class Fabric(wiring.Component):
         c, off, w = self._layout[-1]
         self.config_width = off + w
         S = stream_signature(lanes, self.dtype)
-        super().__init__({"i": In(S).array(ports), "o": Out(S).array(ports),
-                          "cfg": In(self.config_width)})
+        sig = wiring.Signature({"i": In(S).array(ports), "o": Out(S).array(ports),
+                                "cfg": In(self.config_width)})
+        super().__init__(plain_signature(sig) if self._hier else sig)
 
     def config_layout(self) -> list:
         """``[(CellAddr, offset, width), ...]``; addresses relative to this instance."""
@@ -306,7 +333,16 @@ class Fabric(wiring.Component):
         if self._shared is None:
             mod.submodules[name] = cell
             return cell
-        return _cell_instance(mod, name, cell, self._shared)
+        return _cell_instance(mod, name, cell, self._shared, self._hier)
+
+    def _middle(self, mod, k, sub):
+        """Middle copy ``k``: a submodule, or an instance of its size's module (hier form)."""
+        if not self._hier:
+            mod.submodules[f"mid{k}"] = sub
+            return sub
+        intf = instantiate(mod, f"mid{k}", sub, _fabric_module_name(sub), self._shared)
+        intf.config_width = sub.config_width
+        return intf
 
     def elaborate(self, platform):
         mod = Module()
@@ -337,9 +373,8 @@ class Fabric(wiring.Component):
             cfg(CellAddr((), "out", j), dc.cfg)
             dout.append(dc)
         for k in range(m):
-            sub = Fabric(Pc, m, L, t, fault=self.fault, _path=self.path + (k,), _checked=True,
-                         _shared=self._shared)
-            mod.submodules[f"mid{k}"] = sub
+            sub = self._middle(mod, k, Fabric(Pc, m, L, t, fault=self.fault, _path=self.path + (k,),
+                                              _checked=True, _shared=self._shared, _hier=self._hier))
             # the child's config is the contiguous slice starting at its first cell
             first = next(cell for cell, _, _ in self._layout if cell.path[:1] == (k,))
             off = offsets[first][0]
@@ -367,33 +402,35 @@ class Fabric(wiring.Component):
 
 
 def fabric_verilog_text(ports: int, middle: int, lanes: int, dtype, name: str, *, fault=None,
-                        shared: bool = True) -> str:
+                        shared: bool = True, form: str | None = None, progress=None) -> str:
     """Verilog for FRED_m(P) with top module ``name``.
 
-    ``shared=False`` is ``emit(Fabric(...), name)``: Amaranth emits every cell as its own module
-    (slow for large P: each cell, with its adders, is converted separately). ``shared=True``
-    (default) emits the same fabric with each *kind* of cell converted once, as a module
+    ``form`` (:data:`fred.hdl.hier.FORMS`; default ``"shared"``, or ``"flat"`` with
+    ``shared=False``): ``"flat"`` is ``emit(Fabric(...), name)``, Amaranth emits every cell as
+    its own module (slow for large P: each cell, with its adders, is converted separately).
+    ``"shared"`` emits the same fabric with each *kind* of cell converted once, as a module
     (``fred_r_m3_l4_fp16``, ``fred_d_...``, ``fred_rd_...``, ``fred_demux_...``,
     ``fred_mux_...``), which every cell of that kind instantiates; the wiring and
-    configuration slices are the same code. Much faster to generate and to build under
-    Verilator. Reproducible either way.
+    configuration slices are the same code. ``"hier"`` also shares the lane adder and each
+    sub-fabric size (:mod:`fred.hdl.hier`): the form for real widths. Reproducible in every
+    form. ``progress(what)`` is called before each module (shared and hier forms).
     """
     from .verilog import emit
 
-    if not shared:
+    form = form or ("shared" if shared else "flat")
+    if form not in FORMS:
+        raise ValueError(f"unknown Verilog form {form!r}; known: {', '.join(FORMS)}")
+    if form == "flat":
         return emit(Fabric(ports, middle, lanes, dtype, fault=fault), name)
     registry = {}
-    return emit_with_shared(Fabric(ports, middle, lanes, dtype, fault=fault, _shared=registry),
-                            name, registry)
+    fab = Fabric(ports, middle, lanes, dtype, fault=fault, _shared=registry, _hier=form == "hier")
+    return emit_modules(fab, name, registry, progress)
 
 
-def emit_with_shared(component, name: str, registry: dict) -> str:
-    """Verilog of ``component`` (top module ``name``) followed by the shared cell modules its
+def emit_with_shared(component, name: str, registry: dict, progress=None) -> str:
+    """Verilog of ``component`` (top module ``name``) followed by the shared modules its
     fabric put into ``registry`` while it was emitted (see :func:`fabric_verilog_text`)."""
-    from .verilog import emit
-
-    top = emit(component, name)
-    return "\n".join([top] + [emit(registry[mod], mod) for mod in sorted(registry)])
+    return emit_modules(component, name, registry, progress)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,12 +439,16 @@ def emit_with_shared(component, name: str, registry: dict) -> str:
 def verilog_build(args, target):
     from fred import FredError
 
+    form = resolve_form("fabric", args.lanes, getattr(args, "form", "auto"))
     try:
-        check_fabric_params(args.ports, args.middle, args.lanes, args.dtype)
+        check_fabric_params(args.ports, args.middle, args.lanes, args.dtype, form)
     except ValueError as exc:
         raise FredError(str(exc)) from None
     name = args.name or f"fred{args.middle}_p{args.ports}"
     if not name.isidentifier():
         raise FredError(f"module name {name!r} is not a valid identifier")
-    # the shared form: one module per cell kind, same design, much faster to write and build
-    return fabric_verilog_text(args.ports, args.middle, args.lanes, args.dtype, name), name
+    # shared (default up to AUTO_HIER_LANES lanes): one module per cell kind; hier: also one
+    # module per lane adder and sub-fabric size (fred.hdl.hier)
+    text = fabric_verilog_text(args.ports, args.middle, args.lanes, args.dtype, name, form=form,
+                               progress=getattr(args, "progress", None))
+    return text, name

@@ -68,7 +68,8 @@ from fred.contract.checks import check_int
 from fred.contract.packet import DEFAULT_PHASE, HEADER_BITS
 
 from .dtypes import get_dtype
-from .fabric import Fabric, config_bits
+from .hier import emit_modules, input_bits, instantiate, resolve_form
+from .fabric import MAX_MODULE_PORT_BITS, Fabric, config_bits
 from .params import check_lanes, rejecting
 from .routing import route
 from .structure import check_params
@@ -114,7 +115,8 @@ class Switch(wiring.Component):
                  data_depth: int = PAPER_DATA_DEPTH, ctrl_depth: int = PAPER_CTRL_DEPTH,
                  max_len: int = PAPER_MAX_LEN, out_credits=None, table_entries=None,
                  table_bytes: int = TABLE_BUDGET_BYTES, fabric: str = "fred",
-                 config_settle: int = 1, counter_bits: int = 16, fault=None, _shared=None):
+                 config_settle: int = 1, counter_bits: int = 16, fault=None, _shared=None,
+                 _hier=False):
         with rejecting(self):
             self._check(ports, middle, lanes, dtype, data_depth, ctrl_depth, max_len,
                         out_credits, table_entries, fabric, config_settle)
@@ -126,6 +128,8 @@ class Switch(wiring.Component):
         self.counter_bits = counter_bits
         self.fabric_kind = fabric
         self._shared = _shared  # None, or the FRED fabric's shared cell-module registry
+        # hierarchical form (fred.hdl.hier): shared port modules, the fabric's too
+        self._hier = bool(_hier) and _shared is not None
         self.fabric = self._make_fabric()
         self.config_width = len(self.fabric.cfg)
         self.fabric_latency = getattr(self.fabric, "latency", None)
@@ -187,7 +191,8 @@ class Switch(wiring.Component):
     def _make_fabric(self):
         if self.fabric_kind == "ideal":
             return IdealFabric(self.P, self.lanes, self.width)
-        return Fabric(self.P, self.middle, self.lanes, self.dtype.name, _shared=self._shared)
+        return Fabric(self.P, self.middle, self.lanes, self.dtype.name, _shared=self._shared,
+                      _hier=self._hier)
 
     def fabric_config(self, flows) -> int:
         """Fabric configuration bits for one phase's ``flows``."""
@@ -228,19 +233,25 @@ class Switch(wiring.Component):
 
     def _blocks(self, m):
         """Input ports, fabric, phase table (behind ``cfg``) and output ports as submodules."""
-        ports = self._ports
-        for p, ip in enumerate(ports):
-            m.submodules[f"in{p}"] = ip
+        ports = [self._port(m, f"in{p}", ip, "in_d" + "_".join(map(str, self.depths))
+                            + f"_n{self.max_len}") for p, ip in enumerate(self._ports)]
         m.submodules.fabric = fab = self.fabric
         m.submodules.table = tab = PhaseTable(self.layout, 4, self.counter_bits)
-        outs = []
-        for q in range(self.P):
-            op = OutputPort(self.flit_bits, self.out_credits, self.credit_bits)
-            m.submodules[f"out{q}"] = op
-            outs.append(op)
+        outs = [self._port(m, f"out{q}", OutputPort(self.flit_bits, self.out_credits, self.credit_bits),
+                           "out_c" + "_".join(map(str, self.out_credits)) + f"_b{self.credit_bits}")
+                for q in range(self.P)]
         wiring.connect(m, wiring.flipped(self.cfg), tab.cfg)
         m.d.comb += self.cfg_rejects.eq(tab.rejects)
         return ports, fab, tab, outs
+
+    def _port(self, m, name, port, kind):
+        """An input or output port: a submodule, or (hierarchical form) an instance of one shared
+        module per port kind (fred.hdl.hier)."""
+        if not self._hier:
+            m.submodules[name] = port
+            return port
+        module = f"fred_switch_{kind}_f{self.flit_bits}"
+        return instantiate(m, name, port, module, self._shared)
 
     def _datapath(self, m, ports, fab, outs):
         """Links and credits to the ports; input port -> fabric -> output port per port."""
@@ -274,12 +285,24 @@ class Switch(wiring.Component):
 
 # -- fred verilog switch ---------------------------------------------------------------------
 def verilog_build(args, target):
+    """``(verilog text, top name)`` for ``fred verilog switch`` in the form ``args.form``
+    (:func:`fred.hdl.hier.resolve_form`: flat up to AUTO_HIER_LANES lanes, else hier)."""
     # ports, middle and lanes are checked by Switch (fred.hdl.params); the buffer options here
     for name in ("data_depth", "ctrl_depth", "max_len", "table_bytes"):
         check_int("--" + name.replace("_", "-"), getattr(args, name), 1)
+    form = resolve_form("switch", args.lanes, getattr(args, "form", "auto"))
+    registry = {}
+    shared = form != "flat"
     sw = Switch(args.ports, args.middle, args.lanes, args.dtype, data_depth=args.data_depth,
                 ctrl_depth=args.ctrl_depth, max_len=args.max_len,
                 table_entries=args.table_entries, table_bytes=args.table_bytes,
-                fabric=args.fabric)
-    return sw, f"fred_switch_p{args.ports}_m{args.middle}"
+                fabric=args.fabric, _shared=registry if shared else None, _hier=form == "hier")
+    top = f"fred_switch_p{args.ports}_m{args.middle}"
+    bits = input_bits(sw)
+    if bits > MAX_MODULE_PORT_BITS:
+        from fred import FredError
 
+        raise FredError(f"a {args.ports}-port switch with {args.lanes} {args.dtype} lanes needs {bits:,} "
+                        f"input bits in its top module, more than the {MAX_MODULE_PORT_BITS:,} "
+                        f"Amaranth's netlist holds; use fewer ports or lanes")
+    return emit_modules(sw, top, registry, getattr(args, "progress", None)), top

@@ -38,6 +38,7 @@ from fred.contract.packet import HEADER_BITS
 from fred.contract.timing import KIND, SCHEMA_VERSION, summarize
 from fred.hdl.adders import adder_latency
 from fred.hdl.area import synth_area, yosys_version
+from fred.sim.area_width import check_width_area, width_area
 from fred.hdl.cells import build_cell
 from fred.hdl.dtypes import get_dtype
 from fred.hdl.fabric import check_fabric_params, fabric_latency
@@ -240,19 +241,26 @@ def _switch_params(cfg):
         raise ValueError(f"switch preemption samples {n!r} must be a positive integer")
 
 
+def _width_section(cfg, lanes, dtype, cells, prog) -> dict:
+    """The area of the cells, the chiplets and a switch of the largest chiplet's size at
+    ``lanes`` elements per beat: section ``area_at_width`` (schema 2;
+    :func:`fred.sim.area_width.width_area`)."""
+    prog.step(f"area at {lanes} lanes (hierarchical, each module synthesized once)")
+    return width_area(chiplets=cfg["chiplets"], middle=cfg["middle"], lanes=lanes, dtype=dtype,
+                      cells=cells, progress=prog.note, switch_ports=max(cfg["chiplets"]))
+
+
 def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=None, beats=None,
                  sweep_beats=None, loads=None, stall=None, cell_beats=None, switch_ports=None,
                  switch_packet_flits=None, switch_preemptions=None, area="hier",
-                 switch=True, cells=True, progress=True) -> dict:
+                 switch=True, cells=True, progress=True, area_lanes=None) -> dict:
     """Run the benches and return the timing document (see the module docstring).
 
-    ``switch_ports`` (default: the largest chiplet's port count), ``switch_packet_flits``
-    (default 8) and ``switch_preemptions`` (default 100) set the switch measurement;
-    ``switch_ports=4, switch_packet_flits=4`` is the small, fast switch of the unit benches.
-
-    ``area``: how the chiplets are synthesized (cells are always flattened): ``"hier"``
-    (deduplicated modules, :func:`fred.hdl.area.synth_area` ``method="hier"``), ``"flatten"``
-    (very slow for FRED_3(12)), or ``"none"`` (no area at all).
+    ``switch_ports`` (default: the largest chiplet's), ``switch_packet_flits`` (default 8),
+    ``switch_preemptions`` (default 100): the switch measurement (4 and 4: the unit benches').
+    ``area``: chiplet synthesis (cells are always flattened): ``"hier"`` (deduplicated modules,
+    :func:`fred.hdl.area.synth_area` ``method="hier"``), ``"flatten"`` (very slow), ``"none"``.
+    ``area_lanes`` (e.g. 256): also section ``area_at_width`` (:func:`_width_section`).
     """
 
     cfg = dict(DEFAULTS)
@@ -272,7 +280,9 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
     if switch:
         _switch_params(cfg)
     m, L = cfg["middle"], cfg["lanes"]
-    steps = (len(CELL_KINDS) if cells else 0) + len(cfg["chiplets"]) + (1 if switch else 0) + 1
+    if area_lanes:
+        check_width_area(cfg["chiplets"], cfg["middle"], area_lanes, cfg["dtype"], max(cfg["chiplets"]))
+    steps = (len(CELL_KINDS) if cells else 0) + len(cfg["chiplets"]) + bool(switch) + 1 + bool(area_lanes)
     # progress: True/False (phase lines on stderr, or none), or a factory ``progress(steps)`` of an
     # object with step(what) and note(what) (the CLI's progress bar)
     prog = progress(steps) if callable(progress) else Progress(steps, enabled=progress)
@@ -313,8 +323,10 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
                                         preemptions=cfg["switch_preemptions"])
     else:
         doc["switch"] = None
+    if area_lanes:
+        doc["area_at_width"] = _width_section(cfg, area_lanes, t.name, cells, prog)
     prog.step("summary, tool versions")
     doc["summary"] = summarize(doc)
-    doc["tools"] = tool_versions(yosys=area != "none")
+    doc["tools"] = tool_versions(yosys=area != "none" or bool(area_lanes))
     doc["elapsed_s"] = round(time.perf_counter() - t0, 1)
     return doc

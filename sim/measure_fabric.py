@@ -49,7 +49,8 @@ __all__ = ["fabric_verilog", "run_fabric", "measure_fabric", "kind_flows", "KIND
 KINDS = ("unicast", "reduce", "multicast", "all-reduce")
 TOP = "fred_fabric"
 
-_SOURCES = ("fabric.py", "cells.py", "adders.py", "dtypes.py", "modes.py", "structure.py", "verilog.py")
+_SOURCES = ("fabric.py", "cells.py", "adders.py", "dtypes.py", "modes.py", "structure.py", "verilog.py",
+            "hier.py", "muxes.py", "params.py")
 
 
 def _source_digest() -> str:
@@ -64,30 +65,33 @@ def _source_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def fabric_verilog(ports, middle, lanes, dtype, fault=None, name=TOP, shared=True) -> str:
+def fabric_verilog(ports, middle, lanes, dtype, fault=None, name=TOP, shared=True, form=None) -> str:
     """Verilog text of ``Fabric(ports, middle, lanes, dtype, fault=fault)`` (disk-cached), by
-    :func:`fred.hdl.fabric.fabric_verilog_text` (``shared``: one module per cell kind)."""
+    :func:`fred.hdl.fabric.fabric_verilog_text` in ``form`` (flat, shared, hier; default
+    shared, or flat with ``shared=False``)."""
     from fred.sim.toolchain import build_root
 
-    check_fabric_params(ports, middle, lanes, dtype)
-    key = (f"p{ports}-m{middle}-l{lanes}-{dtype}-{fault or 'ok'}-{name}-{'shared' if shared else 'flat'}-"
-           f"{_source_digest()}")
+    form = form or ("shared" if shared else "flat")
+    check_fabric_params(ports, middle, lanes, dtype, form)
+    key = f"p{ports}-m{middle}-l{lanes}-{dtype}-{fault or 'ok'}-{name}-{form}-{_source_digest()}"
     cache = build_root() / "fabric-verilog" / f"{key}.v"
     if cache.exists():
         return cache.read_text()
-    text = fabric_verilog_text(ports, middle, lanes, dtype, name, fault=fault, shared=shared)
+    text = fabric_verilog_text(ports, middle, lanes, dtype, name, fault=fault, form=form)
     write_atomic(cache, text)  # parallel workers may write it at once: each renames a whole file
     return text
 
 
 def run_fabric(ports, middle, lanes, dtype, phases, *, seed=None, beats=64, idle=0.0, stall=0.0,
                specials="mixed", labels=None, config_phases=None, config_words=None, fault=None, max_cycles=None,
-               tag=None, shared=True) -> dict:
+               tag=None, shared=True, form=None) -> dict:
     """Run the fabric bench on ``phases`` (each a list of flow strings); return its measurements
-    (the dict sim/tb_fabric.py writes). Raises AssertionError when the bench fails."""
+    (the dict sim/tb_fabric.py writes). Raises AssertionError when the bench fails. ``form``:
+    the Verilog form (:func:`fabric_verilog`)."""
     from fred.sim.toolchain import run_bench
 
-    text = fabric_verilog(ports, middle, lanes, dtype, fault, shared=shared)
+    form = form or ("shared" if shared else "flat")
+    text = fabric_verilog(ports, middle, lanes, dtype, fault, form=form)
     phases = [[str(f) for f in ph] for ph in phases]
     with tempfile.TemporaryDirectory(prefix="fred-fabric-") as tmp:
         out = Path(tmp) / "result.json"
@@ -104,7 +108,7 @@ def run_fabric(ports, middle, lanes, dtype, phases, *, seed=None, beats=64, idle
             config["max_cycles"] = int(max_cycles)
         run_bench(verilog=text, toplevel=TOP, test_module="fred.sim.tb_fabric",
                   tag=tag or (f"fabric-p{ports}-m{middle}-l{lanes}-{dtype}{'-' + fault if fault else ''}"
-                              f"{'' if shared else '-flat'}"),
+                              f"{'' if form == 'shared' else '-' + form}"),
                   config=config, seed=seed)
         return json.loads(out.read_text())
 

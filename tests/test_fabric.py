@@ -268,7 +268,8 @@ def test_cli_verilog_fabric_writes_file(tmp_path):
     (["--ports", "4", "--lanes", "0"], "lanes 0"),
     (["--ports", "4", "--dtype", "fp8"], "fp8"),
     (["--ports", "four"], "four"),
-    (["--ports", "64", "--lanes", "64", "--dtype", "fp32"], "too large"),
+    (["--ports", "64", "--lanes", "64", "--dtype", "fp32"], "more than the 65,535"),
+    (["--ports", "64", "--lanes", "8", "--dtype", "fp32"], "too large to generate"),
     ([], "--ports"),
 ])
 def test_cli_verilog_fabric_bad_input(args, msg):

@@ -13,6 +13,9 @@ MAX_BEATS = 100_000
 #: the switch measurement builds a whole switch: 8 ports take ~10 s of CPU to generate, 16 ports
 #: ~100 s and 1.5 GB (growing faster than P^3)
 MAX_SWITCH_PORTS = 16
+#: --area-lanes: the hierarchical form's lanes (fred verilog --lanes); each design is further
+#: bounded by the port bits of one module (fred.hdl.fabric.MAX_MODULE_PORT_BITS)
+MAX_AREA_LANES = 1024
 
 
 def add_arguments(p):
@@ -47,6 +50,10 @@ def add_arguments(p):
     p.add_argument("--area", choices=("hier", "flatten", "none"), default="hier",
                    help="chiplet synthesis: hier (deduplicated modules, seconds; default), "
                         "flatten (whole chiplet flattened; very slow), none (no area at all)")
+    p.add_argument("--area-lanes", type=integer("--area-lanes", 1, MAX_AREA_LANES), default=None, metavar="L",
+                   help=f"also the area of the cells, chiplets and switch at L lanes (the real width: 256 "
+                        f"fp16 lanes, a 512-byte flit), each distinct module synthesized once; 1..{MAX_AREA_LANES} "
+                        f"and within what one generated module can hold (FRED_3(12): up to 338 fp16 lanes)")
     p.add_argument("--switch-ports", type=integer("--switch-ports", 4, MAX_SWITCH_PORTS), default=None, metavar="P",
                    help=f"ports of the switch measured for phase-switch/preemption figures, 4..{MAX_SWITCH_PORTS} "
                         f"(default: the largest --chiplets port count, 12; 4 = the small unit-bench switch, a "
@@ -69,6 +76,8 @@ def _check(args):
     for P in chiplets:
         try:
             check_fabric_params(P, args.middle, args.lanes, args.dtype)
+            if args.area_lanes:
+                check_fabric_params(P, args.middle, args.area_lanes, args.dtype, "hier")
         except ValueError as exc:
             raise ValueError(f"--chiplets {P}: {exc}") from None
     if args.no_switch:
@@ -113,6 +122,7 @@ def run(args):
                            cell_beats=args.cell_beats, switch_ports=args.switch_ports,
                            switch_packet_flits=args.switch_packet_flits,
                            area=args.area, switch=not args.no_switch, cells=True,
+                           area_lanes=args.area_lanes,
                            progress=_progress_factory(progress.enabled(args.quiet), bars))
     finally:
         for bar in bars:

@@ -88,12 +88,14 @@ def _arguments(p, target):
                        help="refused: the RD cell is always 2 x 2 (accepted by r and d)")
     elif target == "fabric":
         _common(p, ports=True, middle=True)
+        _form(p, "shared")
         p.add_argument("--name", type=_Name, default=None, metavar="NAME",
                        help="top module name (default fred<M>_p<P>)")
     elif target == "switch":
         from fred.hdl.switch import FABRICS, PAPER_CTRL_DEPTH, PAPER_DATA_DEPTH, PAPER_MAX_LEN, TABLE_BUDGET_BYTES
 
         _common(p, ports=True, middle=True)
+        _form(p, "flat")
         p.add_argument("--data-depth", type=integer("--data-depth", 2, MAX_DEPTH), default=PAPER_DATA_DEPTH,
                        metavar="N", help=f"flits per data-VC input buffer (2..{MAX_DEPTH}, default "
                                          f"{PAPER_DATA_DEPTH}: 24 KB of 512 B flits)")
@@ -118,6 +120,16 @@ def _arguments(p, target):
         p.add_argument("--variant", choices=VARIANTS, default="tree",
                        help="tree: P-1 adders per output, line rate; serial: one adder per output "
                             "(default tree)")
+
+
+def _form(p, narrow):
+    from fred.hdl.hier import AUTO_HIER_LANES, FORMS
+
+    p.add_argument("--form", choices=("auto",) + FORMS, default="auto",
+                   help=f"Verilog form: flat (every instance its own module), shared (one module "
+                        f"per cell kind), hier (also one per lane adder, sub-fabric size and "
+                        f"port kind: the form for real widths); auto (default): {narrow} up to "
+                        f"{AUTO_HIER_LANES} lanes, hier above")
 
 
 def _Name(text):  # argparse type of --name
@@ -156,7 +168,10 @@ def check(args) -> None:
         refuse_unused("--middle", args.middle, "does not apply to rd (the RD cell is always 2 x 2)")
         args.middle = 2
     if t in ("fabric", "switch"):
-        check_fabric_params(args.ports, args.middle, args.lanes, args.dtype)
+        from fred.hdl.hier import resolve_form
+
+        check_fabric_params(args.ports, args.middle, args.lanes, args.dtype,
+                            resolve_form(t, args.lanes, args.form))
     if t == "switch":
         if args.max_len > args.data_depth - 1:
             raise ValueError(f"--max-len {args.max_len} does not fit --data-depth {args.data_depth} "
@@ -190,6 +205,7 @@ def run(args):
     mod = importlib.import_module(args._target_module)
     show = progress.enabled(args.quiet or args.output == "-")
     with progress.Progress(2, f"fred verilog {args.target}", show) as bar:
+        args.progress = bar.show if show else None  # names each module while it is converted
         with bar.phase("elaborating (Amaranth)"):
             design, name = mod.verilog_build(args, args.target)
         with bar.phase("converting to Verilog (Yosys)"):

@@ -1,0 +1,57 @@
+"""Verilog generation at the chiplets' real width (``make bench``, ``python -m fred.bench verilog``).
+
+Runs ``fred verilog`` (a fresh interpreter each, as a user would) for the targets of issue 17,
+each in the hierarchical form (``--form auto`` picks it above 16 lanes), and reports wall time,
+the child's CPU time (user + system; the machine is shared, so CPU time is the fairer figure),
+peak memory, the Verilog size and its number of modules. Target: each under a minute on one
+core. For comparison it also times FRED_3(12) at 16 lanes in the shared form (one module per
+cell kind, every lane of every adder its own module), the widest the old form was run at.
+"""
+
+from __future__ import annotations
+
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: label -> fred verilog arguments
+TARGETS = {
+    "FRED_3(12), 256 fp16 lanes": ["fabric", "--ports", "12", "--middle", "3", "--lanes", "256"],
+    "FRED_3(12), 320 fp16 lanes": ["fabric", "--ports", "12", "--middle", "3", "--lanes", "320"],
+    "FRED_3(10), 320 fp16 lanes": ["fabric", "--ports", "10", "--middle", "3", "--lanes", "320"],
+    "12-port switch, 256 fp16 lanes": ["switch", "--ports", "12", "--middle", "3", "--lanes", "256"],
+    "FRED_3(12), 16 lanes, shared form": ["fabric", "--ports", "12", "--middle", "3", "--lanes", "16",
+                                          "--form", "shared"],
+}
+
+
+def time_verilog(argv) -> dict:
+    """Run ``fred verilog ARGV -o FILE``; wall and CPU seconds, peak MB, bytes and modules."""
+    with tempfile.TemporaryDirectory(prefix="fred-bench-verilog-") as tmp:
+        out = Path(tmp) / "out.v"
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "fred", "verilog", *argv, "-q", "-o", str(out)],
+                       check=True, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        text = out.read_text()
+    return {"wall": wall, "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+            "peak_mb": after.ru_maxrss / 1024, "bytes": len(text),
+            "modules": len(re.findall(r"^module\s", text, re.M))}
+
+
+def main() -> None:
+    print(f"{'target':36s} {'wall s':>7s} {'cpu s':>7s} {'peak MB':>8s} {'Verilog MB':>11s} {'modules':>8s}")
+    for label, argv in TARGETS.items():
+        r = time_verilog(argv)
+        print(f"{label:36s} {r['wall']:7.1f} {r['cpu']:7.1f} {r['peak_mb']:8.0f} "
+              f"{r['bytes'] / 1e6:11.2f} {r['modules']:8d}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Area at real width (fred.hdl.area_hier): each distinct module once, times its instances;
+memories as SRAM macros; gate equivalents; the timing file's area_at_width section."""
+
+import copy
+
+import pytest
+
+from fred.contract.timing import TimingFileError, load_timing, validate_timing
+from fred.hdl.area import synth_area
+from fred.hdl.area_hier import gate_equivalents, hier_area, instance_counts, module_tree
+from fred.hdl.fabric import fabric_verilog_text
+from fred.hdl.hier import emit_modules
+from fred.hdl.structure import cell_counts
+from fred.hdl.switch_buffers import VCBuffer
+from fred.hdl.verilog import emit
+
+
+def test_instance_counts_follow_the_structure():
+    text = fabric_verilog_text(12, 3, 3, "fp16", "top", form="hier")
+    _, children = module_tree(text)
+    n = instance_counts(children, "top")
+    c = cell_counts(12, 3)
+    assert n["fred_r_m3_l3_fp16"] == c["R"] and n["fred_d_m3_l3_fp16"] == c["D"]
+    assert n["fred_rd_l3_fp16"] == c["RD"] and n["fred_demux_m3_l3_fp16_lat3"] == c["DEMUX"]
+    assert n["fred_add_fp16"] == 3 * (c["R"] + c["RD"])        # one adder lane per lane of A
+    assert n["fred_fabric_m3_p6_l3_fp16"] == 3 and n["fred_fabric_m3_p2_l3_fp16"] == 27
+
+
+def test_hier_area_equals_flattened_synthesis(tmp_path, monkeypatch):
+    """FRED_2(3), 1 int32 lane: per-module synthesis x instances == the flat design synthesized
+    whole (same flip-flops; cells within 2%: no optimization across module boundaries)."""
+    monkeypatch.setenv("FRED_BUILD", str(tmp_path))
+    flat = synth_area(fabric_verilog_text(3, 2, 1, "int32", "top", form="flat"), "top")
+    h = hier_area(fabric_verilog_text(3, 2, 1, "int32", "top", form="hier"), "top")
+    assert h.flipflops == flat.flipflops > 0
+    assert abs(h.cells - flat.cells) <= 0.02 * flat.cells
+    assert h.sram_bits == 0 and h.logic_mm2 > 0 and h.total_mm2 == h.logic_mm2
+
+
+def test_memories_are_sram_macros_not_flipflops(tmp_path, monkeypatch):
+    monkeypatch.setenv("FRED_BUILD", str(tmp_path))
+    buf = VCBuffer(64, 48)
+    h = hier_area(emit_modules(buf, "vcbuf", {}), "vcbuf")
+    assert h.sram_bits == 64 * 48
+    assert 0 < h.flipflops < 64        # the pointers and counters, not the 3,072 bits
+    assert h.sram_mm2 > 0 and h.total_mm2 == pytest.approx(h.logic_mm2 + h.sram_mm2)
+    # the same buffer synthesized whole maps its memory to flip-flops
+    assert synth_area(emit(VCBuffer(64, 48), "vcbuf")).flipflops >= 64 * 48
+
+
+def test_gate_equivalents():
+    assert gate_equivalents({"$_NAND_": 3, "$_NOT_": 3}) == pytest.approx(3 + 2.0, rel=1e-3)
+    assert gate_equivalents({"$_SDFFE_PP0P_": 1}) > gate_equivalents({"$_DFF_P_": 1})
+    with pytest.raises(ValueError, match="no gate-equivalent weight"):
+        gate_equivalents({"$_WEIRD_": 1})
+
+
+def _area_doc():
+    d = copy.deepcopy(load_timing().data)
+    d["schema_version"] = 2
+    d["area_at_width"] = {"lanes": 256, "dtype": "fp16", "designs": {"FRED_3(12)": {
+        "cells": 10, "flipflops": 2, "ge": 20.5, "logic_mm2": 1.5, "sram_bits": 0, "sram_mm2": 0,
+        "total_mm2": 1.5}}}
+    return d
+
+
+def test_timing_schema_2_area_section_and_old_files():
+    assert load_timing().schema_version == 1 and load_timing().area_at_width is None  # v1 reads
+    d = _area_doc()
+    assert validate_timing(d)["area_at_width"]["lanes"] == 256
+    bad = _area_doc()
+    bad["area_at_width"]["designs"]["FRED_3(12)"]["ge"] = -1
+    with pytest.raises(TimingFileError, match="area_at_width.designs.FRED_3"):
+        validate_timing(bad)
+    old = _area_doc()
+    old["schema_version"] = 1
+    with pytest.raises(TimingFileError, match="needs schema version 2"):
+        validate_timing(old)
+
+
+def test_width_area_refuses_before_any_work():
+    from fred.sim.area_width import check_width_area, switch_buffers
+
+    check_width_area((12, 10), 3, 256, "fp16", 12)        # the real width fits
+    with pytest.raises(ValueError, match="77,253 input bits in one module"):
+        check_width_area((12, 10), 3, 400, "fp16", 12)
+    with pytest.raises(ValueError, match="smaller than the switch's 48-bit header"):
+        check_width_area((4,), 3, 2, "fp16", 4)
+    # the design's buffers at a 512-byte flit: 48 data flits (24 KB), 4 control flits (2 KB),
+    # 8-flit (4 KB) packets
+    assert switch_buffers(256, "fp16") == {"flit_bytes": 512, "data_depth": 48, "ctrl_depth": 4,
+                                           "max_len": 8}
+
+
+def test_characterize_area_lanes_bad_input(tmp_path):
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "fred", "characterize", "--area-lanes", "400", "-o",
+                        str(tmp_path / "t.json")], capture_output=True, text=True)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+    assert "--chiplets 12: FRED_3(12) with 400 fp16 lanes needs" in p.stderr
