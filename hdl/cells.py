@@ -135,9 +135,7 @@ class _Cell(wiring.Component):
         self.fault = fault
         self.latency = cell_latency(self.dtype)
         self.width = self.dtype.width
-        #: internal state filled in by ``elaborate`` for the formal harness (sim/formal_cells.py):
-        #: per datapath name its (valid bits, delay registers, adder or None); ``"skid"`` the
-        #: per-output (valid, data) skid registers
+        #: for sim/formal_cells.py: per datapath (valid bits, delays, adder or None); "skid" regs
         self.probes = {}
         super().__init__(signature)
 
