@@ -17,6 +17,7 @@ BENCHMARKS = {
     "cli": "fred.benchmarks.cli:main",
     "adder": "fred.sim.tb_adder:main",
     "cells": "fred.sim.tb_cells:main",
+    "soak": "fred.sim.soak_bench:main",
     "crossbar": "fred.sim.tb_crossbar:main",
     "network": "fred.benchmarks.network:main",
     "bounds": "fred.benchmarks.bounds:main",
