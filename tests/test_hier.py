@@ -96,5 +96,5 @@ def test_switch_bench_passes_on_hier_form(monkeypatch):
                 out_credits=(0, 0, 0, 0), _shared=registry, _hier=True)
     text = emit_modules(sw, "fred_switch", registry)
     assert "fred_switch_in_d12_12_12_2_n4_f64 in3" in text      # one module for every input port
-    monkeypatch.setitem(tsb._CACHE, (4, 2, "int32", "fred"), (sw, text))
+    monkeypatch.setitem(tsb._CACHE, (4, 2, "int32", "fred", None), (sw, text))   # bench_config's key
     tsb.run("switch_random", 1, P=4)

@@ -22,6 +22,7 @@ from pathlib import Path
 TARGETS = {
     "FRED_3(12), 256 fp16 lanes": ["fabric", "--ports", "12", "--middle", "3", "--lanes", "256"],
     "FRED_3(12), 320 fp16 lanes": ["fabric", "--ports", "12", "--middle", "3", "--lanes", "320"],
+    "FRED_3(10), 256 fp16 lanes": ["fabric", "--ports", "10", "--middle", "3", "--lanes", "256"],
     "FRED_3(10), 320 fp16 lanes": ["fabric", "--ports", "10", "--middle", "3", "--lanes", "320"],
     "12-port switch, 256 fp16 lanes": ["switch", "--ports", "12", "--middle", "3", "--lanes", "256"],
     "FRED_3(12), 16 lanes, shared form": ["fabric", "--ports", "12", "--middle", "3", "--lanes", "16",
