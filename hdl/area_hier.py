@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 
 from .area import _MODULE_RE, is_flipflop, synth_area
 
-__all__ = ["hier_area", "module_tree", "instance_counts", "gate_equivalents", "HierArea",
+__all__ = ["hier_area", "module_tree", "instance_counts", "gate_equivalents", "HierArea", "port_stub",
            "GE_WEIGHTS", "GE_UM2", "LEF_WIDTH_UM", "ROW_HEIGHT_UM", "SRAM_UM2_PER_BIT",
            "SRAM_BITCELL_UM2", "SRAM_ARRAY_EFFICIENCY", "PLACEMENT_UTILIZATION", "AREA_SOURCES"]
 
@@ -143,7 +143,7 @@ def instance_counts(children: dict, top: str) -> dict:
     return dict(count)
 
 
-def _stub(body: str) -> str:
+def port_stub(body: str) -> str:
     """A black-box declaration of a module: its header and port declarations only."""
     header = body[:body.index(";") + 1]
     ports = "\n".join("  " + p.group(0).strip() for p in _PORT_RE.finditer(body))
@@ -215,7 +215,7 @@ def hier_area(verilog: str, top: str, progress=None) -> HierArea:
 
 def _module_area(name, bodies, children):
     """(Area of the module's own logic, its memory bits)."""
-    text = bodies[name] + "\n" + "\n".join(_stub(bodies[c]) for c in sorted(children[name]))
+    text = bodies[name] + "\n" + "\n".join(port_stub(bodies[c]) for c in sorted(children[name]))
     bits = sum((int(w) + 1) * (int(d) + 1) for w, _n, d in _MEM_RE.findall(bodies[name]))
     script = _SRAM_SCRIPT if bits else None
     area = synth_area(text, name, script=script)
