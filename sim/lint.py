@@ -33,6 +33,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from fred.hdl.area_hier import module_tree, port_stub
+
 __all__ = ["lint", "lint_modules", "WAIVERS", "LintError"]
 
 #: (warning code, regex the message must match or None for any, justification)
@@ -143,8 +145,6 @@ def lint_modules(verilog_text: str, top: str, extra_args=()) -> dict:
     so the connections to them are checked at their exact widths. Messages inside the stubs are
     dropped, and as in a whole-design lint only the design's ``top`` has ports of its own (an
     unused input of a submodule is an internal signal, :data:`WAIVERS`)."""
-    from fred.hdl.area_hier import module_tree, port_stub
-
     bodies, children = module_tree(verilog_text)
     if top not in bodies:
         raise ValueError(f"top module {top!r} is not in the Verilog text")
