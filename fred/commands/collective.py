@@ -96,7 +96,7 @@ def add_arguments(p):
                         "all-reduce and the other ops: the buffer each NPU holds either way)")
     p.add_argument("--algorithm", type=choice("--algorithm", _algorithm), default="auto",
                    help="auto (fabric default; on a whole YAML network the best of hierarchical, multi-ring, in-switch), "
-                        "ring, ring2, hier2d, hier-ring, hierarchical, multi-ring, in-switch, "
+                        "ring, ring2, hier2d, hier-ring, hier-direct, hierarchical, multi-ring, in-switch, "
                         "direct, shift")
     p.add_argument("--chunks", type=integer("--chunks", 1, MAX_CHUNKS), default=None, metavar="N",
                    help=f"pieces per stream, 1..{MAX_CHUNKS} (default: the algorithm's)")
