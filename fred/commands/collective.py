@@ -129,6 +129,9 @@ def _check(args):
             raise ValueError(f"--fabric {','.join(args.fabric)}: 'all' already names every fabric")
     if args.op not in ROOT_OPS:
         refuse_unused("--root", args.root, f"does not apply to {args.op} (only to {', '.join(ROOT_OPS)})")
+    if args.op not in SIZED_OPS and not args.chakra:
+        refuse_unused("--size-is", args.size_is, f"does not apply to {args.op}: its input and output per NPU are "
+                                                 f"the same size (only all-gather and reduce-scatter differ)")
     if args.strategy:
         if args.group:
             raise ValueError("give either --group or --strategy, not both")
