@@ -179,6 +179,20 @@ def cached_entry(kind: str, name: str, build) -> Path:
     return final
 
 
+def cached_json(kind: str, name: str, build, filename: str, load):
+    """``load(parsed JSON of filename)`` from the entry ``cached_entry(kind, name, build)``
+    makes; an entry whose file is missing or damaged (e.g. edited by hand) is discarded and
+    built once more, and a second failure propagates."""
+    for attempt in range(2):
+        entry = cached_entry(kind, name, build)
+        try:
+            return load(json.loads((entry / filename).read_text()))
+        except (OSError, ValueError, TypeError):
+            if attempt:
+                raise
+            discard_entry(kind, name)
+
+
 def _publish(tmp: Path, final: Path) -> None:
     """Rename ``tmp`` onto ``final``; when another builder got there first with a complete entry,
     keep theirs and drop ours."""

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from fred import FredError
 
+from .inputs import decode_text, input_problem, read_input
 from .outputs import write_atomic
 from .rounding import rounded
 
@@ -44,6 +45,8 @@ READ_VERSIONS = tuple(SCHEMA_CHANGES)
 KIND = "fred-timing"
 #: the embedded default, inside package ``fred.contract`` (contract/data/)
 DEFAULT_NAME = "timing-default.json"
+#: largest timing file read (a `fred characterize` one is ~100 KB)
+MAX_TIMING_BYTES = 16 * 2**20
 #: the flow kinds characterized
 FLOW_KINDS = ("all-reduce", "reduce", "multicast", "unicast")
 
@@ -289,16 +292,15 @@ def load_timing(path=None) -> TimingFile:
         embedded = True
     else:
         name = str(path)
-        p = Path(path)
-        if not p.exists():
-            raise TimingFileError(f"timing file {name}: no such file; {_fix(name)}")
-        if p.is_dir():
-            raise TimingFileError(f"timing file {name}: is a directory; {_fix(name)}")
+        problem = input_problem(path, MAX_TIMING_BYTES)
+        if problem == "is a folder, not a file":
+            problem = "is a directory"
+        if problem:
+            raise TimingFileError(f"timing file {name}: {problem}; {_fix(name)}")
         try:
-            text = p.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise TimingFileError(f"timing file {name}: unreadable ({type(exc).__name__}); "
-                                  f"{_fix(name)}") from None
+            text = decode_text(read_input(path, "timing file", MAX_TIMING_BYTES), f"timing file {name}")
+        except ValueError as exc:
+            raise TimingFileError(f"{exc}; {_fix(name)}") from None
         embedded = False
     try:
         doc = json.loads(text)

@@ -25,6 +25,7 @@ BENCHMARKS = {
     "switch": "fred.sim.measure_switch:main",
     "clock": "fred.benchmarks.clock:main",
     "verilog": "fred.benchmarks.verilog:main",
+    "area-width": "fred.benchmarks.area_width:main",
     "training": "fred.benchmarks.training:main",
     "scale-out": "fred.benchmarks.training:scale_out",
 }

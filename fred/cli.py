@@ -47,10 +47,42 @@ USER_ERRORS = (FredError, ValueError, TypeError, OSError)
 
 class Parser(argparse.ArgumentParser):
     """``argparse`` parser whose errors are one line and exit status 2, like every fred error;
-    sub-commands pass it as ``parser_class`` to their own sub-parsers."""
+    sub-commands pass it as ``parser_class`` to their own sub-parsers.
+
+    Stricter than ``argparse``: an option that takes one value (or a flag) given twice is
+    refused (argparse keeps the last one silently), and so is ``--option=--``, which argparse
+    turns into an empty list. Options meant to be repeated are ``append`` actions or
+    :class:`fred.commands.options.ListOption`."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = {}
+        return super().parse_known_args(args, namespace)
+
+    def _get_values(self, action, arg_strings):
+        if action.option_strings and not _repeatable(action):
+            opt = max(action.option_strings, key=len)
+            given = getattr(self, "_given", {})
+            if id(action) in given:
+                before, now = given[id(action)], list(arg_strings)
+                shown = f" ({_shown(before)} and {_shown(now)})" if before or now else ""
+                self.error(f"{opt} given twice{shown}; give it once")
+            given[id(action)] = list(arg_strings)
+            if action.nargs is None and list(arg_strings) == ["--"]:
+                self.error(f"{opt} '--' is not a value")
+        return super()._get_values(action, arg_strings)
 
     def error(self, message):  # one line, exit 2, like every other fred error
-        self.exit(2, f"fred: error: {_tidy(message)}\n")
+        self.exit(2, f"fred: error: {shorten_words(_tidy(message))}\n")
+
+
+def _repeatable(action) -> bool:
+    """Actions that collect every occurrence (``append``, ``count``, comma lists) or end the parse."""
+    return isinstance(action, (argparse._AppendAction, argparse._CountAction, argparse._HelpAction,
+                               argparse._VersionAction)) or getattr(action, "repeatable", False)
+
+
+def _shown(values) -> str:
+    return repr(values[0]) if len(values) == 1 else repr(" ".join(values))
 
 
 EPILOG = """\
@@ -170,11 +202,24 @@ def _missing_target(args) -> bool:
 
 
 def one_line(exc: BaseException) -> str:
-    """The first line of an exception's message (its type name when empty)."""
+    """The first line of an exception's message (its type name when empty), every word longer
+    than :data:`LONG_WORD` characters shortened (a 10,000-character value stays readable)."""
     text = str(exc).strip()
     if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
         text = f"{exc.filename}: {exc.strerror}"
-    return text.splitlines()[0] if text else type(exc).__name__
+    return shorten_words(text.splitlines()[0] if text else type(exc).__name__)
+
+
+#: words of an error message longer than this are shortened
+LONG_WORD = 1000
+
+
+def shorten_words(text: str) -> str:
+    """``text`` with every word longer than :data:`LONG_WORD` characters cut to its ends."""
+    def cut(m):
+        w = m.group(0)
+        return f"{w[:60]}...{w[-20:]} ({len(w):,} characters)"
+    return re.sub(r"\S{%d,}" % LONG_WORD, cut, text)
 
 
 if __name__ == "__main__":

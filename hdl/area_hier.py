@@ -14,8 +14,9 @@ yosys maps each one to a black-box cell (``chtype``), the module keeps its point
 the bits are counted separately (:data:`SRAM_UM2_PER_BIT`).
 
 Gate equivalents (GE) weigh yosys' generic cells by their standard-cell area relative to a
-2-input NAND (:data:`GE_WEIGHTS`); mm² = GE x :data:`GE_UM2` (a 15 nm-class NAND2) /
-:data:`PLACEMENT_UTILIZATION`. These are estimates of the switch *logic*: the I/O (SerDes or
+2-input NAND (:data:`GE_WEIGHTS`, from the NanGate 15 nm Open Cell Library's LEF,
+:data:`LEF_WIDTH_UM`); mm² = GE x :data:`GE_UM2` (that library's NAND2_X1) /
+:data:`PLACEMENT_UTILIZATION` (assumed). These are estimates of the switch *logic*: the I/O (SerDes or
 wafer-link PHYs along the shoreline) that dominates a chiplet's area is not in the RTL.
 """
 
@@ -27,37 +28,69 @@ from dataclasses import asdict, dataclass
 
 from .area import _MODULE_RE, is_flipflop, synth_area
 
-__all__ = ["hier_area", "module_tree", "instance_counts", "gate_equivalents", "HierArea",
-           "GE_WEIGHTS", "GE_UM2", "SRAM_UM2_PER_BIT", "PLACEMENT_UTILIZATION", "AREA_SOURCES"]
+__all__ = ["hier_area", "module_tree", "instance_counts", "gate_equivalents", "HierArea", "port_stub",
+           "GE_WEIGHTS", "GE_UM2", "LEF_WIDTH_UM", "ROW_HEIGHT_UM", "SRAM_UM2_PER_BIT",
+           "SRAM_BITCELL_UM2", "SRAM_ARRAY_EFFICIENCY", "PLACEMENT_UTILIZATION", "AREA_SOURCES"]
 
-#: generic yosys cell -> area in NAND2 equivalents: the relative cell areas of the NanGate
-#: Open Cell Library (45 nm; NAND2_X1 0.798 um2, INV_X1 0.532, AND2/OR2_X1 1.064, XOR2/XNOR2_X1
-#: 1.596, MUX2_X1 1.862, AOI21/OAI21_X1 1.064, AOI22/OAI22_X1 1.330, DFF_X1 4.522, DFFR_X1
-#: 5.320); relative sizes change little from node to node. A flip-flop with enable is a DFF
-#: plus a MUX2, a synchronous reset adds an AND2.
-GE_WEIGHTS = {
-    "NOT": 0.667, "BUF": 0.667, "NAND": 1.0, "NOR": 1.0, "AND": 1.333, "OR": 1.333,
-    "ANDNOT": 1.333, "ORNOT": 1.333, "XOR": 2.0, "XNOR": 2.0, "MUX": 2.333, "NMUX": 2.333,
-    "AOI3": 1.333, "OAI3": 1.333, "AOI4": 1.667, "OAI4": 1.667,
-    "DFF": 5.667, "DFFE": 8.0, "SDFF": 7.0, "SDFFE": 9.333, "SDFFCE": 9.333, "ADFF": 6.667,
-    "ADFFE": 9.0, "DFFSR": 7.5, "DFFSRE": 9.833, "ALDFF": 6.667, "ALDFFE": 9.0,
+#: Cell widths (um) of the NanGate 15 nm Open Cell Library (FreePDK15, v0.1 2014), every cell one
+#: row of :data:`ROW_HEIGHT_UM`, read from its LEF ``NanGate_15nm_OCL.macro.lef`` (``MACRO X ...
+#: SIZE w BY 0.768``; a public copy: github.com/jyuwaaw/hw_synthesis, lib/NanGate_15nm_OCL.macro.lef).
+#: The library's AND2_X1 is named AND2_X1_Benji; it has no plain D flip-flop, DFFRNQ_X1 (reset
+#: low) is its smallest.
+LEF_WIDTH_UM = {
+    "INV_X1": 0.192, "BUF_X1": 0.320, "NAND2_X1": 0.256, "NOR2_X1": 0.256, "AND2_X1": 0.384,
+    "OR2_X1": 0.384, "XOR2_X1": 0.576, "XNOR2_X1": 0.576, "MUX2_X1": 0.832, "AOI21_X1": 0.384,
+    "OAI21_X1": 0.384, "AOI22_X1": 0.448, "OAI22_X1": 0.448, "DFFRNQ_X1": 1.664,
 }
-#: area of one gate equivalent (a NAND2_X1) in um2 at 15 nm: the NanGate 15 nm Open Cell
-#: Library (FreePDK15; M. Martins et al., "Open Cell Library in 15nm FreePDK Technology",
-#: ISPD 2015): NAND2_X1 is 4 placement sites of 0.064 um on a 0.768 um row = 0.196608 um2
-GE_UM2 = 0.196608
-#: standard-cell placement utilization after layout (cells / core area): a typical 70%
+#: the library's row (cell) height, um (``SIZE ... BY 0.768`` of every core cell)
+ROW_HEIGHT_UM = 0.768
+#: area of one gate equivalent (the NAND2_X1 of the same library) in um2: 0.256 x 0.768 = 0.196608
+GE_UM2 = LEF_WIDTH_UM["NAND2_X1"] * ROW_HEIGHT_UM
+
+
+def _ge(*cells):
+    return round(sum(LEF_WIDTH_UM[c] for c in cells) / LEF_WIDTH_UM["NAND2_X1"], 4)
+
+
+_DFF, _MUX, _AND = "DFFRNQ_X1", "MUX2_X1", "AND2_X1"
+#: generic yosys cell -> area in NAND2 equivalents, from :data:`LEF_WIDTH_UM`: the cell that
+#: implements it, or (``ANDNOT``, ``NMUX``, flip-flops with enable or synchronous reset, set and
+#: reset) the cells it is composed of: an enable is a MUX2 in front of the flip-flop, a
+#: synchronous reset an AND2, an asynchronous set next to the reset an AOI21.
+GE_WEIGHTS = {
+    "NOT": _ge("INV_X1"), "BUF": _ge("BUF_X1"), "NAND": _ge("NAND2_X1"), "NOR": _ge("NOR2_X1"),
+    "AND": _ge(_AND), "OR": _ge("OR2_X1"), "ANDNOT": _ge("INV_X1", "NOR2_X1"),
+    "ORNOT": _ge("INV_X1", "NAND2_X1"), "XOR": _ge("XOR2_X1"), "XNOR": _ge("XNOR2_X1"),
+    "MUX": _ge(_MUX), "NMUX": _ge(_MUX, "INV_X1"), "AOI3": _ge("AOI21_X1"), "OAI3": _ge("OAI21_X1"),
+    "AOI4": _ge("AOI22_X1"), "OAI4": _ge("OAI22_X1"),
+    "DFF": _ge(_DFF), "DFFE": _ge(_DFF, _MUX), "SDFF": _ge(_DFF, _AND), "SDFFE": _ge(_DFF, _MUX, _AND),
+    "SDFFCE": _ge(_DFF, _MUX, _AND), "ADFF": _ge(_DFF), "ADFFE": _ge(_DFF, _MUX),
+    "DFFSR": _ge(_DFF, "AOI21_X1"), "DFFSRE": _ge(_DFF, "AOI21_X1", _MUX),
+    "ALDFF": _ge(_DFF, "AOI21_X1"), "ALDFFE": _ge(_DFF, "AOI21_X1", _MUX),
+}
+#: standard-cell placement utilization after layout (cells / core area): 70%, an assumption
+#: (unverified: no source; typical of dense logic)
 PLACEMENT_UTILIZATION = 0.70
-#: SRAM macro area per bit at 16 nm: the 0.07 um2 high-density 6T bitcell of TSMC's 16 nm
-#: FinFET 128 Mb SRAM (ISSCC 2014), divided by a 60% array efficiency (periphery, sense
-#: amplifiers, decoders of a small macro)
-SRAM_UM2_PER_BIT = 0.07 / 0.60
+#: the high-density 6T SRAM bitcell of TSMC's 16 nm FinFET 128 Mb SRAM, um2: Y.-H. Chen et al.,
+#: "A 16 nm 128 Mb SRAM in High-k Metal-Gate FinFET Technology With Write-Assist Circuitry for
+#: Low-VMIN Applications", ISSCC 2014 / IEEE JSSC 50(1):170-177, 2015, as quoted by WikiChip,
+#: "16 nm lithography process" (en.wikichip.org/wiki/16_nm_lithography_process)
+SRAM_BITCELL_UM2 = 0.07
+#: bitcells / macro area of a small SRAM macro (periphery, sense amplifiers, decoders): 60%, an
+#: assumption (unverified: no source)
+SRAM_ARRAY_EFFICIENCY = 0.60
+#: SRAM macro area per bit at 16 nm
+SRAM_UM2_PER_BIT = SRAM_BITCELL_UM2 / SRAM_ARRAY_EFFICIENCY
 AREA_SOURCES = {
-    "ge_weights": "NanGate Open Cell Library (45 nm) cell areas relative to NAND2_X1",
-    "ge_um2": "NanGate 15 nm Open Cell Library NAND2_X1 (FreePDK15, ISPD 2015): 0.196608 um2",
-    "utilization": "70% standard-cell placement utilization (assumed)",
-    "sram_um2_per_bit": "TSMC 16 nm FinFET HD 6T bitcell 0.07 um2 (ISSCC 2014) / 60% array "
-                        "efficiency (assumed)",
+    "ge_weights": "NanGate 15 nm Open Cell Library (FreePDK15) LEF cell widths relative to NAND2_X1 "
+                  "(INV_X1 0.75, AND2/OR2/AOI21 1.5, XOR2 2.25, MUX2 3.25, DFFRNQ_X1 6.5); composed "
+                  "cells (enable = +MUX2, sync reset = +AND2) are estimates",
+    "ge_um2": "NanGate 15 nm Open Cell Library NAND2_X1, LEF SIZE 0.256 x 0.768 um = 0.196608 um2 "
+              "(NanGate_15nm_OCL.macro.lef; public copy github.com/jyuwaaw/hw_synthesis)",
+    "utilization": "70% standard-cell placement utilization (assumed, unverified)",
+    "sram_um2_per_bit": "TSMC 16 nm FinFET HD 6T bitcell 0.07 um2 (Chen et al., ISSCC 2014 / JSSC 2015, "
+                        "via WikiChip '16 nm lithography process') / 60% array efficiency (assumed, "
+                        "unverified)",
 }
 
 _INST_RE = re.compile(r"^\s*(\\\S+|[A-Za-z_][\w$]*)\s+(\\\S+|[A-Za-z_][\w$]*)\s*\($", re.M)
@@ -110,7 +143,7 @@ def instance_counts(children: dict, top: str) -> dict:
     return dict(count)
 
 
-def _stub(body: str) -> str:
+def port_stub(body: str) -> str:
     """A black-box declaration of a module: its header and port declarations only."""
     header = body[:body.index(";") + 1]
     ports = "\n".join("  " + p.group(0).strip() for p in _PORT_RE.finditer(body))
@@ -182,7 +215,7 @@ def hier_area(verilog: str, top: str, progress=None) -> HierArea:
 
 def _module_area(name, bodies, children):
     """(Area of the module's own logic, its memory bits)."""
-    text = bodies[name] + "\n" + "\n".join(_stub(bodies[c]) for c in sorted(children[name]))
+    text = bodies[name] + "\n" + "\n".join(port_stub(bodies[c]) for c in sorted(children[name]))
     bits = sum((int(w) + 1) * (int(d) + 1) for w, _n, d in _MEM_RE.findall(bodies[name]))
     script = _SRAM_SCRIPT if bits else None
     area = synth_area(text, name, script=script)

@@ -262,7 +262,7 @@ class RCell(_Cell):
 
     def __init__(self, middle, lanes, dtype, *, fault=None):
         with rejecting(self):
-            self.middle = check_middle(middle)
+            self.middle = middle = check_middle(middle)  # an int from here on (numpy ints too)
             sig = stream_signature(check_lanes(lanes), dtype)
         super().__init__({"i": In(sig).array(2), "o": Out(sig).array(middle),
                           "cfg": In(self.config_layout(middle))},
@@ -329,7 +329,7 @@ class DCell(_Cell):
 
     def __init__(self, middle, lanes, dtype, *, fault=None):
         with rejecting(self):
-            self.middle = check_middle(middle)
+            self.middle = middle = check_middle(middle)  # an int from here on (numpy ints too)
             sig = stream_signature(check_lanes(lanes), dtype)
         super().__init__({"i": In(sig).array(middle), "o": Out(sig).array(2),
                           "cfg": In(self.config_layout(middle))},
@@ -474,7 +474,7 @@ CELL_CLASSES = {"r": RCell, "d": DCell, "rd": RDCell}
 
 def check_cell_params(kind, middle, lanes, dtype) -> None:
     """Validate cell parameters without building (one-line ``ValueError`` naming the value)."""
-    if kind not in CELL_CLASSES:
+    if not isinstance(kind, str) or kind not in CELL_CLASSES:
         raise ValueError(f"unknown cell kind {kind!r}; known: r, d, rd")
     check_middle(middle)
     check_lanes(lanes)
@@ -484,12 +484,12 @@ def check_cell_params(kind, middle, lanes, dtype) -> None:
 def build_cell(kind, *, middle=3, lanes=4, dtype="fp16", fault=None):
     """Build a cell by kind name (``"r"``, ``"d"``, ``"rd"``; ``middle`` is validated but ignored
     for rd)."""
+    if not isinstance(kind, str) or kind not in CELL_CLASSES:
+        raise ValueError(f"unknown cell kind {kind!r}; known: r, d, rd")
     if kind == "rd":
         check_middle(middle)  # ignored, but must be a valid fabric parameter
         return RDCell(lanes, dtype, fault=fault)
-    if kind in CELL_CLASSES:
-        return CELL_CLASSES[kind](middle, lanes, dtype, fault=fault)
-    raise ValueError(f"unknown cell kind {kind!r}; known: r, d, rd")
+    return CELL_CLASSES[kind](middle, lanes, dtype, fault=fault)
 
 
 # ---- fred verilog r|d|rd ----------------------------------------------------------------------

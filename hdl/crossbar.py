@@ -62,7 +62,7 @@ MAX_PORTS = 64
 def _check(ports, lanes, variant):
     check_ports(ports, MAX_PORTS, "the crossbar has P^2 adders")
     check_lanes(lanes)
-    if variant not in VARIANTS:
+    if not isinstance(variant, str) or variant not in VARIANTS:
         raise ValueError(f"unknown crossbar variant {variant!r}; known: {', '.join(VARIANTS)}")
 
 
@@ -147,6 +147,7 @@ class Crossbar(wiring.Component):
             if fault not in FAULTS:
                 raise ValueError(f"unknown crossbar fault {fault!r}; known: drop-beat")
         self.fault = fault
+        ports, lanes = int(ports), int(lanes)  # checked: ints (numpy ones too)
         self.ports, self.lanes, self.variant = ports, lanes, variant
         self.adder_latency = adder_latency(self.dtype)
         self.latency = crossbar_latency(ports, self.dtype, variant, ports)

@@ -309,6 +309,7 @@ class Fabric(wiring.Component):
         self.fault = fault
         self._shared = _shared  # None, or a dict module name -> cell (see fabric_verilog_text)
         self._hier = bool(_hier) and _shared is not None  # hierarchical form (fred.hdl.hier)
+        ports, middle, lanes = int(ports), int(middle), int(lanes)  # checked: ints (numpy ones too)
         self.ports, self.middle, self.lanes = ports, middle, lanes
         self.dtype = get_dtype(dtype)
         self.path = tuple(_path)

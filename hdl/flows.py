@@ -24,6 +24,7 @@ Port-set syntax: ``"0,1,2"``, ranges ``"0-3"``, mixed ``"0-3,6"``; a flow is ``"
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .structure import MAX_PORTS
@@ -33,6 +34,11 @@ __all__ = [
     "expand", "all_reduce", "reduce", "multicast", "broadcast", "reduce_scatter", "all_gather",
     "all_to_all", "gather", "scatter",
 ]
+
+
+#: a port number as written (ASCII digits; more than 30 is far out of range, and int() refuses
+#: thousands)
+_PORT = re.compile(r"\s*[0-9]{1,30}\s*", re.ASCII)
 
 
 def parse_ports(text: str, what: str = "port set") -> frozenset:
@@ -50,11 +56,10 @@ def parse_ports(text: str, what: str = "port set") -> frozenset:
         if not item:
             raise ValueError(f"{what} {text!r} has an empty item")
         lo, sep, hi = item.partition("-")
-        try:
-            a = int(lo)
-            b = int(hi) if sep else a
-        except ValueError:
-            raise ValueError(f"{what} {text!r}: {item!r} is not a port number or range like 0-3") from None
+        if not all(_PORT.fullmatch(t) for t in ((lo, hi) if sep else (lo,))):
+            raise ValueError(f"{what} {text!r}: {item!r} is not a port number or range like 0-3")
+        a = int(lo)
+        b = int(hi) if sep else a
         if a < 0 or b < 0:
             raise ValueError(f"{what} {text!r}: port {min(a, b)} is negative")
         if max(a, b) >= MAX_PORTS:

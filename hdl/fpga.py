@@ -27,9 +27,9 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from fred.contract.cache import cached_entry, discard_entry
+from fred.contract.cache import cached_json
 
-from .area import _top_of, _yosys
+from .area import _top_of, _yosys, tool_failed
 
 __all__ = ["Fmax", "fpga_fmax", "parse_report", "DEVICE", "NEXTPNR_DEVICE", "TARGET_MHZ"]
 
@@ -114,32 +114,20 @@ def fpga_fmax(verilog: str, top: str | None = None, *, seed: int = 1, target_mhz
     key = f"{_SCRIPT_VERSION}\n{synth}\n{' '.join(pnr)}\n{verilog}"
     name = f"{top}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
-    def fail(tmp, log, proc, what):
-        text = (tmp / log).read_text() if (tmp / log).exists() else proc.stderr
-        tail = " | ".join(text.strip().splitlines()[-5:])
-        raise RuntimeError(f"{what} of {top} failed (rc {proc.returncode}): {tail}")
-
     def run(tmp: Path):
         (tmp / "design.v").write_text(verilog)
         (tmp / "synth.ys").write_text(synth)
         proc = _yosys(["-q", "-l", "yosys.log", "-s", "synth.ys"], tmp, timeout)
         if proc.returncode != 0 or not (tmp / "ecp5.json").exists():
-            fail(tmp, "yosys.log", proc, "synth_ecp5")
+            tool_failed(tmp, "yosys.log", proc, "synth_ecp5", top)
         proc = subprocess.run([sys.executable, "-c", _PNR, *pnr], cwd=tmp, capture_output=True,
                               text=True, timeout=timeout)
         if proc.returncode != 0 or not (tmp / "report.json").exists():
-            fail(tmp, "nextpnr.log", proc, "nextpnr-ecp5")
+            tool_failed(tmp, "nextpnr.log", proc, "nextpnr-ecp5", top)
         f = parse_report(json.loads((tmp / "report.json").read_text()), top, seed, target_mhz)
         (tmp / "fmax.json").write_text(json.dumps(f.to_dict(), indent=1, sort_keys=True))
         for big in ("design.v", "yosys.log", "ecp5.json"):
             (tmp / big).unlink()
         return {"files": ["fmax.json", "report.json"], "top": top}
 
-    for attempt in range(2):
-        entry = cached_entry("fpga", name, run)
-        try:
-            return Fmax(**json.loads((entry / "fmax.json").read_text()))
-        except (OSError, ValueError, TypeError):
-            if attempt:
-                raise
-            discard_entry("fpga", name)
+    return cached_json("fpga", name, run, "fmax.json", lambda d: Fmax(**d))

@@ -32,9 +32,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from fred.contract.cache import cached_entry, discard_entry
+from fred.contract.cache import cached_json
 
-from .area import _top_of, _yosys, dedup_modules, is_flipflop
+from .area import _top_of, _yosys, dedup_modules, is_flipflop, tool_failed
 
 __all__ = ["Depth", "logic_depth", "depth_from_netlist", "parse_ltp", "GATES", "stage_name"]
 
@@ -213,9 +213,7 @@ def logic_depth(verilog: str, top: str | None = None, *, method: str = "flatten"
         proc = _yosys(["-q", "-l", "yosys.log", "-s", "script.ys"], tmp, timeout)
         net = tmp / "netlist.json"
         if proc.returncode != 0 or not net.exists():
-            log = (tmp / "yosys.log").read_text() if (tmp / "yosys.log").exists() else proc.stderr
-            tail = " | ".join(log.strip().splitlines()[-5:])
-            raise RuntimeError(f"yosys gate mapping of {top} failed (rc {proc.returncode}): {tail}")
+            tool_failed(tmp, "yosys.log", proc, "yosys gate mapping", top)
         lv, stage, start, stages, gates, ffs = depth_from_netlist(json.loads(net.read_text()), top)
         ltp = parse_ltp((tmp / "ltp.txt").read_text()) if (tmp / "ltp.txt").exists() else None
         d = Depth(top=top, method=method, levels=lv, limiting_stage=stage, start=start,
@@ -225,11 +223,4 @@ def logic_depth(verilog: str, top: str | None = None, *, method: str = "flatten"
             (tmp / big).unlink()
         return {"files": ["depth.json", "ltp.txt"], "top": top, "method": method}
 
-    for attempt in range(2):
-        entry = cached_entry("depth", name, run)
-        try:
-            return Depth(**json.loads((entry / "depth.json").read_text()))
-        except (OSError, ValueError, TypeError):
-            if attempt:
-                raise
-            discard_entry("depth", name)
+    return cached_json("depth", name, run, "depth.json", lambda d: Depth(**d))

@@ -18,12 +18,16 @@ from contextlib import contextmanager
 
 from fred.contract.checks import check_int
 
-__all__ = ["MAX_LANES", "check_ports", "check_middle", "check_lanes", "rejecting"]
+__all__ = ["MAX_LANES", "MAX_MIDDLE", "check_ports", "check_middle", "check_lanes", "rejecting"]
 
 #: widest beat generated: each lane is a full element adder per reducing cell, so a wider beat
 #: makes even a single cell take minutes to elaborate and convert.
 MAX_LANES = 1024
 _LANES_WHY = "a wider beat is not generated in reasonable time"
+#: most middle subnetworks (m = 3 routes every 3D-parallel phase; a cell with m outputs has m
+#: output streams, and m = 2**70 would never finish elaborating)
+MAX_MIDDLE = 64
+_MIDDLE_WHY = "more middle subnetworks are never needed and not generated in reasonable time"
 
 
 def check_ports(ports, high: int | None = None, why: str | None = None) -> int:
@@ -34,8 +38,9 @@ def check_ports(ports, high: int | None = None, why: str | None = None) -> int:
 
 def check_middle(middle) -> int:
     """Middle subnetworks m of FRED_m(P) (the outputs of an R cell, the inputs of a D cell,
-    demux and mux): an integer >= 2."""
-    return check_int("middle", middle, 2)
+    demux and mux): an integer, 2 .. :data:`MAX_MIDDLE`."""
+    check_int("middle", middle, 2)
+    return check_int("middle", middle, None, MAX_MIDDLE, _MIDDLE_WHY)
 
 
 def check_lanes(lanes) -> int:

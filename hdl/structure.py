@@ -225,7 +225,12 @@ class Netlist:
     # -- queries -------------------------------------------------------------------------------
     def cells_of(self, path) -> list:
         """Cells that belong directly to the instance at ``path`` (not to its middle copies)."""
-        return [c for c in self.cells if c.path == path]
+        by_path = self.__dict__.get("_cells_by_path")
+        if by_path is None:  # one pass over the cells (a scan per instance is quadratic in P)
+            by_path = self.__dict__["_cells_by_path"] = {}
+            for c in self.cells:
+                by_path.setdefault(c.path, []).append(c)
+        return list(by_path.get(path, ()))
 
     def sinks(self):
         """source Pin -> list of sink Pins it drives (each source drives exactly one sink)."""

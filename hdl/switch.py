@@ -71,6 +71,9 @@ from .dtypes import get_dtype
 from .hier import emit_modules, input_bits, instantiate, resolve_form
 from .fabric import MAX_MODULE_PORT_BITS, Fabric, config_bits
 from .params import check_lanes, rejecting
+
+#: deepest input buffer (flits) and longest configuration settle time (cycles) taken
+MAX_DEPTH = 4096
 from .routing import route
 from .structure import check_params
 from .switch_buffers import InputPort, link_layout
@@ -118,8 +121,9 @@ class Switch(wiring.Component):
                  config_settle: int = 1, counter_bits: int = 16, fault=None, _shared=None,
                  _hier=False):
         with rejecting(self):
-            self._check(ports, middle, lanes, dtype, data_depth, ctrl_depth, max_len,
-                        out_credits, table_entries, fabric, config_settle)
+            ports, middle, lanes, data_depth, ctrl_depth, max_len, table_entries, config_settle, counter_bits = \
+                self._check(ports, middle, lanes, dtype, data_depth, ctrl_depth, max_len,
+                            out_credits, table_entries, fabric, config_settle, counter_bits)
             if fault not in SWITCH_FAULTS:
                 raise ValueError(f"unknown switch fault {fault!r}; known: "
                                  + ", ".join(f for f in SWITCH_FAULTS if f))
@@ -158,26 +162,38 @@ class Switch(wiring.Component):
         })
 
     def _check(self, ports, middle, lanes, dtype, data_depth, ctrl_depth, max_len, out_credits,
-               table_entries, fabric, config_settle):
-        """Validate the parameters; set ``P``, ``middle``, ``lanes``, ``dtype``, ``width``,
-        ``flit_bits``, ``depths``, ``max_len`` and ``out_credits``."""
+               table_entries, fabric, config_settle, counter_bits=16):
+        """Validate the parameters (fred.contract.checks: TypeError / ValueError naming each);
+        set ``P``, ``middle``, ``lanes``, ``dtype``, ``width``, ``flit_bits``, ``depths``,
+        ``max_len`` and ``out_credits``; return the integer parameters as ints (numpy ones too)."""
         check_params(ports, middle)
+        ports, middle = int(ports), int(middle)
+        data_depth = check_int("data_depth", data_depth, 2, MAX_DEPTH)
+        ctrl_depth = check_int("ctrl_depth", ctrl_depth, 1, MAX_DEPTH)
+        max_len = check_int("max_len", max_len, 1, 255)
+        config_settle = check_int("config_settle", config_settle, 0, MAX_DEPTH)
+        counter_bits = check_int("counter_bits", counter_bits, 1, 64)
+        if table_entries is not None:
+            table_entries = check_int("table_entries", table_entries, 1, DEFAULT_PHASE)
+        if not isinstance(fabric, str):
+            raise TypeError(f"fabric must be a string ({', '.join(FABRICS)}), not {type(fabric).__name__} {fabric!r}")
         self.dtype = get_dtype(dtype)
         self.P, self.middle, self.lanes = ports, middle, check_lanes(lanes)
         self.width = self.dtype.width
-        self.flit_bits = lanes * self.width
+        self.flit_bits = self.lanes * self.width
         if self.flit_bits < HEADER_BITS:
             raise ValueError(f"flit of {lanes} x {self.dtype.name} = {self.flit_bits} bits is "
                              f"smaller than the {HEADER_BITS}-bit header; use more lanes")
         if ctrl_depth < 1:
             raise ValueError(f"control buffer depth {ctrl_depth} must be at least 1 flit")
         if not 1 <= max_len <= 255 or max_len > data_depth - 1:
-            raise ValueError(f"max packet length {max_len} must be 1..{min(255, data_depth - 1)} "
-                             f"flits (header + data must fit the data buffer of {data_depth})")
+            raise ValueError(f"max packet length {max_len} (max_len) must be 1..{min(255, data_depth - 1)} "
+                             f"flits: header + data must fit the data buffer (data_depth {data_depth})")
         self.depths = (data_depth, data_depth, data_depth, ctrl_depth)
         self.max_len = max_len
         self.out_credits = tuple(out_credits) if out_credits is not None else self.depths
-        if len(self.out_credits) != 4 or any(c < 0 for c in self.out_credits):
+        if len(self.out_credits) != 4 or any(isinstance(c, bool) or not isinstance(c, int) or c < 0
+                                             for c in self.out_credits):
             raise ValueError(f"out_credits {out_credits!r} must be 4 non-negative counts")
         if config_settle < 0:
             raise ValueError(f"config_settle {config_settle} must be >= 0")
@@ -186,6 +202,7 @@ class Switch(wiring.Component):
                              f"(index {DEFAULT_PHASE} is the reserved default)")
         if fabric not in FABRICS:
             raise ValueError(f"fabric {fabric!r} must be one of {', '.join(FABRICS)}")
+        return ports, middle, int(lanes), data_depth, ctrl_depth, max_len, table_entries, config_settle, counter_bits
 
     # -- Python-side helpers -------------------------------------------------------------------
     def _make_fabric(self):

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fred import FredError
+from fred.contract.inputs import decode_text, input_problem, read_input
 
 #: comm types of the format (ASTRA-sim 1.x ``ComType``; LIBRA's ``get_comms_type``)
 COMM_TYPES = ("NONE", "ALLREDUCE", "ALLGATHER", "REDUCESCATTER", "ALLTOALL")
@@ -69,6 +70,11 @@ INITIATES_KEY = "checkpoint_initiates"
 
 #: ASTRA-sim stores cycles and sizes in (u)int64
 MAX_INT = 2**63 - 1
+#: the largest compute time and collective size taken: 2^50 cycles (13 days at 1 GHz: a layer
+#: of one training iteration takes milliseconds) and 2^50 bytes (1 PiB per NPU, the largest
+#: size of `fred collective --size`); beyond them the figures mean nothing for one wafer
+MAX_CYCLES = 2**50
+MAX_BYTES = 2**50
 
 _INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
@@ -145,14 +151,16 @@ class _Where:
         return FredError(f"{self.name}: {where}: {problem}")
 
 
-def _int(tok, w, line, fld, *, minimum=0, what="a non-negative integer"):
-    if not _INT.fullmatch(tok):
+def _int(tok, w, line, fld, *, minimum=0, what="a non-negative integer", maximum=None, unit=""):
+    if not _INT.fullmatch(tok) or len(tok) > 40:
         raise w.err(line, fld, f"{_show(tok)} is not {what}")
     v = int(tok)
     if abs(v) > MAX_INT:
         raise w.err(line, fld, f"{_show(tok)} is out of range (at most 2^63-1 in magnitude)")
     if v < minimum:
         raise w.err(line, fld, f"{_show(tok)} is not {what}")
+    if maximum is not None and v > maximum:
+        raise w.err(line, fld, f"{_show(tok)} is too large: at most {maximum:,} {unit}".rstrip())
     return v
 
 
@@ -250,7 +258,12 @@ def _layer(toks, w, line) -> TraceLayer:
     v = [toks[0], _int(toks[1], w, line, f"2 ({FIELDS[1]})", minimum=-MAX_INT, what="an integer")]
     for i in range(2, n):
         f = f"{i + 1} ({FIELDS[i]})"
-        v.append(_comm(toks[i], w, line, f) if i in (3, 6, 9) else _int(toks[i], w, line, f))
+        if i in (3, 6, 9):
+            v.append(_comm(toks[i], w, line, f))
+        elif i in (4, 7, 10):
+            v.append(_int(toks[i], w, line, f, maximum=MAX_BYTES, unit="bytes (1 PiB, as fred collective --size)"))
+        else:
+            v.append(_int(toks[i], w, line, f, maximum=MAX_CYCLES, unit="cycles (2^50: 13 days at 1 GHz)"))
     return TraceLayer(v[0], line, *v[2:])
 
 
@@ -327,20 +340,13 @@ def load_trace(path, header=None) -> Trace:
     ``header``: for files without the two header lines, the kind line (``"DATA"``,
     ``"HYBRID_TRANSFORMER model_parallel_NPU_group: 4"``, ...), optionally followed by a second
     line with the layer count; or a :class:`TraceHeader`. See :func:`trace_header`."""
-    p = Path(path)
+    problem = input_problem(path)
+    if problem in ("no such file", "is a folder, not a file"):
+        raise FredError(f"trace file {str(path)!r} " + ("does not exist" if problem == "no such file" else "is a directory"))
     try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise FredError(f"trace file {str(path)!r} does not exist") from None
-    except IsADirectoryError:
-        raise FredError(f"trace file {str(path)!r} is a directory") from None
-    except OSError as exc:
-        raise FredError(f"trace file {str(path)!r} cannot be read: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise FredError(f"{path}: line {line}: not UTF-8 text (byte {exc.start})") from None
+        text = decode_text(read_input(path, "trace file"), str(path))
+    except ValueError as exc:
+        raise FredError(str(exc)) from None
     return parse_trace(text, name=str(path), header=header)
 
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 from google.protobuf.message import DecodeError
 
+from fred.contract.inputs import read_input
+
 from .chakra_schema import COMM_TYPES, NODE_TYPES, GlobalMetadata, Node
 from .collectives import expand
 from .flowsim import Sim
@@ -37,6 +39,13 @@ _OUTPUT_SIZED = ("all-gather",)
 _COMP, _COLL = 4, 7
 #: most nodes per file (a microbenchmark has one; a training step thousands)
 MAX_NODES = 100_000
+#: largest .et file read (a node is ~50-100 bytes)
+MAX_FILE_BYTES = 64 * 2**20
+#: largest collective (bytes per NPU) and compute node (microseconds) taken
+MAX_COMM_BYTES = 2**50
+MAX_DURATION_US = 10**12
+#: most NPU files in a trace folder (the networks take at most 4,096 NPUs)
+MAX_NPU_FILES = 4_096
 _FILE = re.compile(r"^(?P<name>.+)\.(?P<npu>[0-9]+)\.et$")
 
 
@@ -91,11 +100,7 @@ def read_et_file(path) -> tuple[str, list]:
     """(version, [Node, ...]) of one ``.et`` file; ValueError naming the file and the fault."""
     path = os.fspath(path)
     where = os.path.basename(path)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise ValueError(f"cannot read Chakra trace file {path!r}: {exc.strerror or type(exc).__name__}") from None
+    data = read_input(path, "Chakra trace file", MAX_FILE_BYTES)
     msgs = _messages(data, where)
     first = next(msgs, None)
     if first is None:
@@ -141,6 +146,9 @@ def _op_of(node, index, where, id_pos) -> tuple:
         deps.append(id_pos[d])
     deps = tuple(sorted(set(deps)))
     if node.type == _COMP:
+        if node.duration_micros > MAX_DURATION_US:
+            raise ValueError(f"{where}: compute node {node.id} ({node.name!r}) lasts {node.duration_micros:,} us; at "
+                             f"most {MAX_DURATION_US:,} us (11.6 days)")
         return ("compute", None, 0, deps), node.duration_micros * 1e-6
     if node.type != _COLL:
         kind = NODE_TYPES.get(node.type, f"type {node.type}")
@@ -157,6 +165,9 @@ def _op_of(node, index, where, id_pos) -> tuple:
                          f"{', '.join(OPS_BY_COMM_TYPE)}")
     if at["comm_size"] <= 0:
         raise ValueError(f"{where}: node {node.id} ({node.name!r}) has comm_size {at['comm_size']}; must be > 0")
+    if at["comm_size"] > MAX_COMM_BYTES:
+        raise ValueError(f"{where}: node {node.id} ({node.name!r}) has comm_size {at['comm_size']:,}; at most "
+                         f"{MAX_COMM_BYTES:,} bytes (1 PiB per NPU, as fred collective --size)")
     return ("collective", op, int(at["comm_size"]), deps), 0.0
 
 
@@ -176,6 +187,9 @@ def load_chakra(directory) -> EtTrace:
         raise ValueError(f"{directory}: files of several traces ({', '.join(sorted(found))}); give one per directory")
     (name, files), = found.items()
     npus = len(files)
+    if npus > MAX_NPU_FILES:
+        raise ValueError(f"{directory}: {npus:,} files of trace {name!r}, more than the {MAX_NPU_FILES:,} NPUs "
+                         f"a network takes")
     missing = sorted(set(range(npus)) - set(files))
     if missing:
         raise ValueError(f"{directory}: {npus} files but no {name}.{missing[0]}.et (one file per NPU, 0..{npus - 1})")
@@ -185,6 +199,9 @@ def load_chakra(directory) -> EtTrace:
     for npu in range(npus):
         where = files[npu]
         version, nodes = read_et_file(os.path.join(directory, where))
+        if ref is not None and len(nodes) != len(ref):
+            raise ValueError(f"{where}: {len(nodes)} operations, {files[0]} has {len(ref)} (every NPU must run the "
+                             f"same collectives)")
         id_pos = {}
         desc = []
         for i, node in enumerate(nodes):
@@ -216,8 +233,8 @@ def model_bytes(op: EtOp, npus: int) -> int:
 def run_chakra(trace: EtTrace, topo, algorithm=None, chunks=None, timing=None) -> list[dict]:
     """Simulate ``trace`` on ``topo``; per operation: start, finish, time, algorithm, chunks."""
     if trace.npus != topo.npus:
-        raise ValueError(f"trace {trace.name!r} has {trace.npus} NPU files but network {topo.name!r} has "
-                         f"{topo.npus} NPUs")
+        raise ValueError(f"trace {trace.name!r} ({trace.directory}) has {trace.npus} NPU files but network "
+                         f"{topo.name!r} has {topo.npus} NPUs")
     sim = Sim(topo, timing)
     tasks, meta = [], []
     for op in trace.ops:

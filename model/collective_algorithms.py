@@ -8,13 +8,23 @@ Algorithms (``algorithm=``):
 * ``hier2d`` (2D mesh/torus, a full rectangle of NPUs): hierarchical 2D, two chunks in opposite
   directions -- half the data does rows then columns (Reduce-Scatter X, All-Reduce Y, All-Gather
   X), the other half columns then rows, so both dimensions' links work at once.
-* ``hier-ring`` (FRED tree without in-switch collectives): Reduce-Scatter inside each L1,
-  All-Reduce across L1s among NPUs with the same local index, All-Gather inside each L1.
+* ``hier-ring`` (FRED tree): Reduce-Scatter inside each L1, All-Reduce across L1s among NPUs
+  with the same local index, All-Gather inside each L1, every level a ring.
+* ``hier-direct`` (FRED tree; the default there for groups over several L1s with equal NPUs per
+  L1): the same levels, each as a direct exchange (every member sends each other member its
+  slice at once and adds what it receives; ASTRA-sim's ``direct``). Every link carries the bytes
+  it carries under ``hier-ring``, but a level is one step instead of k-1, so a piece pays one hop
+  latency per level where the ring pays k-1: with pieces pipelining through the levels the
+  L1<->L2 links of Fred-A/B idle less (:mod:`fred.model.chunking`).
 * ``hierarchical`` (multi-dimensional topologies, e.g. from ASTRA-sim YAML): ring per dimension
   in dimension order (Reduce-Scatter up, All-Gather back down).
 * ``in-switch`` (switch trees that reduce/multicast): one All-Reduce flow reduced up to the
   lowest common switch and multicast back down; Reduce-Scatter = k Reduce flows one after
-  another, All-Gather = k multicasts one after another (FRED-SPEC §3).
+  another, All-Gather = k multicasts one after another (FRED-SPEC §3). The default for
+  All-Reduce there; for Reduce-Scatter and All-Gather the default is whichever of in-switch and
+  the tree's endpoint default has the smaller bandwidth bound (every NPU port moves the whole
+  buffer through k flows in turn, where the endpoint algorithms move (k-1)/k of it and keep every
+  L1<->L2 link busy: the endpoint one wins on Fred-B and Fred-D).
 * ``direct`` / ``shift`` (All-to-All): all pairs at once / k-1 permutation steps.
 
 Each plan says which phases (rings, unicasts, trees) move which share of the data; the
@@ -36,7 +46,8 @@ __all__ = ["OPS", "ALGORITHMS", "DEFAULT_CHUNKS", "canonical_op", "canonical_alg
 
 OPS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "reduce", "broadcast", "multicast",
        "p2p", "io-broadcast", "io-reduce")
-ALGORITHMS = ("ring", "ring2", "hier2d", "hier-ring", "hierarchical", "multi-ring", "in-switch", "direct", "shift")
+ALGORITHMS = ("ring", "ring2", "hier2d", "hier-ring", "hier-direct", "hierarchical", "multi-ring", "in-switch",
+              "direct", "shift")
 
 _OP_ALIASES = {
     "allreduce": "all-reduce", "ar": "all-reduce", "reducescatter": "reduce-scatter", "rs": "reduce-scatter",
@@ -47,7 +58,7 @@ _OP_ALIASES = {
 }
 
 #: default pieces per stream (ours): enough to pipeline hierarchical phases and I/O streaming
-DEFAULT_CHUNKS = {"hier-ring": 4, "hierarchical": 4, "multi-ring": 4, "io": 16}
+DEFAULT_CHUNKS = {"hier-ring": 4, "hier-direct": 4, "hierarchical": 4, "multi-ring": 4, "io": 16}
 
 
 def canonical_op(op: str) -> str:
@@ -63,7 +74,8 @@ def canonical_algorithm(alg) -> str | None:
         return None
     k = str(alg).strip().lower().replace("_", "-")
     k = {"auto": None, "default": None, "tree": "in-switch", "innetwork": "in-switch", "in-network": "in-switch",
-         "inswitch": "in-switch", "hierring": "hier-ring", "hierarchical-ring": "hier-ring", "2d": "hier2d",
+         "inswitch": "in-switch", "hierring": "hier-ring", "hierarchical-ring": "hier-ring",
+         "hierdirect": "hier-direct", "hierarchical-direct": "hier-direct", "2d": "hier2d",
          "hier-2d": "hier2d", "ring-bidir": "ring2", "bidir-ring": "ring2", "hier": "hierarchical",
          "multiring": "multi-ring", "torus": "multi-ring"}.get(k, k)
     if k is not None and k not in ALGORITHMS:
@@ -166,28 +178,37 @@ def default_algorithm(topo, op: str, group) -> str:
     if len(g) == topo.npus > 1 and set(g) == set(range(topo.npus)) and _rectangle(topo, g) is not None:
         return "hier2d"
     if _is_tree(topo):
-        a = _l1_split(topo, g)
-        if a is not None and a.shape[0] > 1 and a.shape[1] > 1:
-            return "hier-ring"
-        return "ring"
+        return _tree_endpoint(topo, g)
     lv = _multidim_levels(topo, g)
     if lv is not None and len(lv) > 1:
         return "hierarchical"
     return "ring"
 
 
+def _tree_endpoint(topo, g) -> str:
+    """The endpoint default on a FRED tree: hier-direct over several L1s with equal NPUs per L1
+    (more than one each), else a ring."""
+    a = _l1_split(topo, g)
+    return "hier-direct" if a is not None and a.shape[0] > 1 and a.shape[1] > 1 else "ring"
+
+
 # ---- plans -----------------------------------------------------------------------------------
-def _levels_rs_ag(levels, bidir=False, kind="ar"):
-    """Phases for a hierarchical RS (kind rs), AG (ag) or AR (ar) over ``levels`` (list of [R,k])."""
+def _exchange(rows, scale):
+    """A direct exchange inside each row of ``rows`` [R, k]: every member sends every other
+    member D*scale/k (its slice) at once."""
+    k = rows.shape[1]
+    i, j = np.nonzero(~np.eye(k, dtype=bool))
+    return Unicasts(rows[:, i].ravel(), rows[:, j].ravel(), scale / k)
+
+
+def _levels_rs_ag(levels, bidir=False, kind="ar", direct=False):
+    """Phases for a hierarchical RS (kind rs), AG (ag) or AR (ar) over ``levels`` (list of [R,k]):
+    rings (both directions with ``bidir``) or, with ``direct``, direct exchanges."""
     ks = [lv.shape[1] for lv in levels]
     scales = [1.0 / math.prod(ks[:i]) for i in range(len(levels))]
-    if kind == "rs":
-        return [Ring(lv, s, bidir) for lv, s in zip(levels, scales)]
-    if kind == "ag":
-        return [Ring(lv, s, bidir) for lv, s in reversed(list(zip(levels, scales)))]
-    down = [Ring(lv, s, bidir) for lv, s in zip(levels, scales)]
-    up = [Ring(lv, s, bidir) for lv, s in reversed(list(zip(levels, scales)))]
-    return down + up
+    down = [_exchange(lv, s) if direct else Ring(lv, s, bidir) for lv, s in zip(levels, scales)]
+    up = down[::-1]
+    return {"rs": down, "ag": up, "ar": down + up}[kind]
 
 
 def _ring_order(topo, group):
@@ -216,14 +237,14 @@ def _reduction_plan(sim, alg, group, kind):
         if X.shape[1] == 1 or Y.shape[1] == 1:
             return [(1.0, _levels_rs_ag([X if X.shape[1] > 1 else Y], False, kind))]
         return [(0.5, _levels_rs_ag([X, Y], False, kind)), (0.5, _levels_rs_ag([Y, X], False, kind))]
-    if alg == "hier-ring":
+    if alg in ("hier-ring", "hier-direct"):
         a = _l1_split(topo, g)
         if a is None:
-            raise ValueError(f"algorithm 'hier-ring' needs a FRED tree and equal NPUs per L1 switch, not group {_fmt(g)}")
+            raise ValueError(f"algorithm {alg!r} needs a FRED tree and equal NPUs per L1 switch, not group {_fmt(g)}")
         levels = [lv for lv in (a, a.T.copy()) if lv.shape[1] > 1]
         if not levels:
             return []
-        return [(1.0, _levels_rs_ag(levels, False, kind))]
+        return [(1.0, _levels_rs_ag(levels, False, kind, alg == "hier-direct"))]
     if alg == "multi-ring":
         if _multidim_levels(topo, g) is None:
             raise ValueError(f"algorithm 'multi-ring' needs a multi-dimensional topology and the whole of it as group, not {_fmt(g)}")
@@ -259,6 +280,10 @@ def build_plan(sim: TaskGraph, op: str, group, algorithm=None, root=None, io=Non
         if algorithm is None and alg in ("hierarchical", "ring") and topo.meta.get("yaml") \
                 and not _in_network(topo) and _multidim_levels(topo, g):
             alg = _best_yaml(sim, op, g, alg)
+        elif algorithm is None and alg == "in-switch" and op != "all-reduce" and _in_network(topo):
+            ep = _tree_endpoint(topo, g)
+            alg = best_algorithm(sim, {alg: _plan_reduction_op(sim, op, g, alg)[0],
+                                       ep: _plan_reduction_op(sim, op, g, ep)[0]})
         return _plan_reduction_op(sim, op, g, alg)
     if op == "all-to-all":
         return _plan_all_to_all(g, alg)
@@ -408,7 +433,7 @@ def _plan_io(sim, op, g, alg, algorithm, io):
     n_io = len(ios)
     innet = _in_network(topo)
     grid = topo.routing == "grid" and "io_port" in topo.meta
-    endpoint = ("ring", "ring2", "hier2d", "hier-ring", "hierarchical", "multi-ring")
+    endpoint = ("ring", "ring2", "hier2d", "hier-ring", "hier-direct", "hierarchical", "multi-ring")
     if op == "io-broadcast":
         if topo.multicast:
             trees = [(sim.path_multicast(x, g, io_tree_order(topo, x, False)), [x] + g) for x in ios]

@@ -24,7 +24,7 @@ from .parallel_groups import format_strategy, parse_strategy
 from .memory import DEFAULT_POLICY
 from .schedule import DEFAULT_GRANULARITY, DEFAULT_STREAM_STEPS, KINDS, build_and_run
 from .topology import build_fabric
-from .workload import list_workloads, load_workload
+from .workload import list_workloads, load_workload, workload_ref
 
 FABRIC_ORDER = ("mesh", "fred-a", "fred-b", "fred-c", "fred-d")
 
@@ -134,7 +134,7 @@ def resolve_workloads(names=None) -> list[str]:
         for part in str(n).split(","):
             part = part.strip()
             if part:
-                out.append(load_workload(part).name)
+                out.append(workload_ref(part))
     return out
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from fred.contract.checks import check_int, check_number
+from fred.contract.inputs import decode_text, input_problem, read_input
 from fred.contract.outputs import write_atomic
 
 from .params import GB, NS
@@ -43,9 +44,13 @@ MAX_NPUS = 4_096
 #: sane ranges of a link's figures: up to 1 PB/s per link and 1 s per hop (ASTRA-sim examples
 #: use 25-1,000 GB/s and 500 ns)
 MAX_BANDWIDTH_GBPS = 1e6
+#: slowest link taken: 1 MB/s (a 1 GiB collective over slower links takes longer than is meaningful)
+MIN_BANDWIDTH_GBPS = 1e-3
 MAX_LATENCY_NS = 1e9
 #: bytes per GB: 1e9 (ours) or 2**30 (upstream ASTRA-sim); anything from 1 B to 1 TiB is taken
 MAX_GB_BYTES = 2**40
+#: largest network file read (one line per key: a real one is a few hundred bytes)
+MAX_FILE_BYTES = 2**20
 
 
 class _Loader(yaml.SafeLoader):
@@ -59,6 +64,8 @@ _Loader.add_implicit_resolver(
     re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9]+)?$"
                              r"|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"),
     list("-+0123456789."))
+#: the loader of every YAML input of the model (workload files too)
+NumberLoader = _Loader
 _TO_DIM = {"Ring": "ring", "Switch": "switch", "FullyConnected": "fc"}
 _FROM_DIM = {"ring": "Ring", "switch": "Switch", "fc": "FullyConnected"}
 _KEYS = ("topology", "npus_count", "bandwidth", "latency", "gb_bytes", "in_network")
@@ -78,6 +85,11 @@ class NetworkSpec:
     in_network: list[bool] | None = None
 
     def __post_init__(self):
+        for key in ("topology", "npus_count", "bandwidth", "latency"):
+            v = getattr(self, key)
+            if not isinstance(v, (list, tuple)):
+                raise TypeError(f"{key} must be a list (one entry per dimension), not {type(v).__name__} {v!r}")
+            setattr(self, key, list(v))
         n = len(self.topology)
         if n == 0:
             raise ValueError("network needs at least one dimension in 'topology'")
@@ -98,11 +110,13 @@ class NetworkSpec:
         if self.npus > MAX_NPUS:
             raise ValueError(f"npus_count {list(self.npus_count)} describes {self.npus:,} NPUs, more "
                              f"than the {MAX_NPUS:,} this simulator takes")
-        for key, low, high, unit in (("bandwidth", 0, MAX_BANDWIDTH_GBPS, "GB/s"),
+        for key, low, high, unit in (("bandwidth", MIN_BANDWIDTH_GBPS, MAX_BANDWIDTH_GBPS, "GB/s"),
                                      ("latency", 0, MAX_LATENCY_NS, "ns")):
             vals = getattr(self, key)
             for i, v in enumerate(vals):
-                check_number(f"{key}[{i}]", v, low, high, unit, low_open=key == "bandwidth")
+                if key == "bandwidth" and isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0:
+                    check_number(f"{key}[{i}]", v, 0, high, unit, low_open=True)  # "must be > 0"
+                check_number(f"{key}[{i}]", v, low, high, unit)
             setattr(self, key, [float(v) for v in vals])
         self.gb_bytes = check_number("gb_bytes", self.gb_bytes, 1, MAX_GB_BYTES, "bytes per GB")
         self.in_network = _check_in_network(self.in_network, self.topology)
@@ -222,13 +236,12 @@ def parse_network_yaml(text: str, where: str = "<string>") -> NetworkSpec:
 
 def load_network_yaml(path) -> NetworkSpec:
     path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        raise ValueError(f"network file {path!r} not found") from None
-    except (IsADirectoryError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read network file {path!r}: {type(exc).__name__}") from None
+    problem = input_problem(path, MAX_FILE_BYTES)
+    if problem == "no such file":
+        raise ValueError(f"network file {path!r} not found")
+    if problem:
+        raise ValueError(f"cannot read network file {path!r}: {problem}")
+    text = decode_text(read_input(path, "network file", MAX_FILE_BYTES), f"network file {path!r}")
     return parse_network_yaml(text, path)
 
 

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 DIMS = ("mp", "dp", "pp")
-_TOKEN = re.compile(r"^\s*(MP|DP|PP)\s*\(\s*(\d+)\s*\)\s*$", re.IGNORECASE)
+_TOKEN = re.compile(r"^\s*(MP|DP|PP)\s*\(\s*([0-9]{1,12})\s*\)\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -143,13 +143,13 @@ def parse_group(text, npus: int) -> list[int]:
     out = []
     for part in s.split(","):
         part = part.strip()
-        m = re.fullmatch(r"(\d+)\s*-\s*(\d+)", part)
+        m = re.fullmatch(r"([0-9]{1,30})\s*-\s*([0-9]{1,30})", part)
         if m:
             a, b = int(m.group(1)), int(m.group(2))
             if b < a:
                 raise ValueError(f"bad NPU range {part!r} in group {text!r}")
             ids = range(a, b + 1)
-        elif re.fullmatch(r"\d+", part):
+        elif re.fullmatch(r"[0-9]{1,30}", part):
             ids = [int(part)]
         else:
             raise ValueError(f"bad group {text!r}: cannot parse {part!r}; expected e.g. 0-19 or 0,4,8")

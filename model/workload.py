@@ -41,11 +41,18 @@ from pathlib import Path
 import yaml
 
 from fred import FredError
+from fred.contract.inputs import decode_text, input_problem, read_input
+
+from .network_yaml import NumberLoader
+from .parallel_groups import parse_strategy
+from .workload_fields import check_layer_list, check_resnet_shape, check_sweep_microbatches, get_field, layer_entry
 
 DATA_DIR = Path(__file__).with_name("data")
 #: Korthikanti et al. (MLSys 2023), Sec. 4.1: dropout masks take one byte per element
 MASK_BYTES = 1
 MODES = ("weight-stationary", "weight-streaming")
+#: largest workload file read (the bundled ones are ~2 KB)
+MAX_FILE_BYTES = 2**20
 
 
 @dataclass(frozen=True)
@@ -219,20 +226,6 @@ def resnet_layers(spec: dict, dtype_bytes: int = 2) -> list[Layer]:
 
 # ---- loading -----------------------------------------------------------------------------------
 
-def _req(raw, key, where, kind=None):
-    if key not in raw:
-        raise FredError(f"workload {where}: missing field {key!r}")
-    v = raw[key]
-    if kind is not None:
-        try:
-            v = kind(v)
-        except (TypeError, ValueError):
-            raise FredError(f"workload {where}: field {key!r} = {raw[key]!r} is not a {kind.__name__}") from None
-        if kind in (int, float) and not v > 0:
-            raise FredError(f"workload {where}: field {key!r} must be > 0, got {raw[key]!r}")
-    return v
-
-
 def list_workloads() -> list[str]:
     """Names of the bundled workloads (file stems' ``name`` fields), in a fixed order."""
     order = ["resnet-152", "transformer-17b", "gpt3-175b", "transformer-1t"]
@@ -252,12 +245,26 @@ _ALIASES = {"resnet152": "resnet-152", "resnet": "resnet-152", "t17b": "transfor
             "gpt-3-175b": "gpt3-175b", "t1t": "transformer-1t", "transformer1t": "transformer-1t", "1t": "transformer-1t"}
 
 
+def is_file_name(name: str) -> bool:
+    """``name`` names a workload file (a path, or ``*.yml``/``*.yaml``), not a bundled workload."""
+    return os.sep in name or name.endswith((".yml", ".yaml"))
+
+
+def workload_ref(name) -> str:
+    """How to load ``name`` again: the file name for a workload file, else the bundled workload's
+    name (``gpt3`` -> ``gpt3-175b``). Loads and checks it."""
+    w = load_workload(name)
+    return str(name) if is_file_name(str(name)) else w.name
+
+
 def _find(name: str) -> Path:
-    if os.sep in name or name.endswith((".yml", ".yaml")):
-        p = Path(name)
-        if not p.is_file():
+    if is_file_name(name):
+        problem = input_problem(name, MAX_FILE_BYTES)
+        if problem == "no such file":
             raise FredError(f"workload file {name!r} not found")
-        return p
+        if problem:
+            raise FredError(f"workload file {name!r}: {problem}")
+        return Path(name)
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
     for p in sorted(DATA_DIR.glob("*.yml")):
@@ -277,67 +284,71 @@ def load_workload(name) -> Workload:
         return name
     path = _find(str(name))
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(decode_text(read_input(path, "workload file", MAX_FILE_BYTES), f"workload {path}"),
+                        Loader=NumberLoader)  # 17.2e9 is a number (YAML 1.2), as in network files
     except yaml.YAMLError as exc:
         raise FredError(f"workload {path}: malformed YAML ({str(exc).splitlines()[0]})") from None
+    except (ValueError, RecursionError) as exc:
+        raise FredError(str(exc) if isinstance(exc, ValueError) else f"workload {path}: nested too deeply") from None
     if not isinstance(raw, dict):
         raise FredError(f"workload {path}: expected a mapping at top level")
     return workload_from_dict(raw, str(path))
 
 
 def workload_from_dict(raw: dict, where: str = "<dict>") -> Workload:
-    name = str(_req(raw, "name", where))
-    kind = str(_req(raw, "kind", where)).lower()
-    b = _req(raw, "dtype_bytes", where, int) if "dtype_bytes" in raw else 2
+    """A :class:`Workload` from the mapping of a workload file; every field is checked with its type
+    and range (:mod:`fred.model.workload_fields`): a bad one is one FredError line naming it."""
+    if not isinstance(raw, dict):
+        raise FredError(f"workload {where}: expected a mapping at top level, not {type(raw).__name__}")
+    name = get_field(raw, "name", where, kind=str)
+    kind = get_field(raw, "kind", where, kind=str).lower()
+    b = get_field(raw, "dtype_bytes", where, default=2)
     shape = {}
     if kind == "transformer":
         for k in ("layers", "hidden", "heads", "seq", "vocab"):
-            shape[k] = _req(raw, k, where, int)
-        shape["ffn_mult"] = float(raw.get("ffn_mult", 4))
+            shape[k] = get_field(raw, k, where)
+        shape["ffn_mult"] = get_field(raw, "ffn_mult", where, default=4.0)
         if shape["hidden"] % shape["heads"]:
             raise FredError(f"workload {where}: hidden {shape['hidden']} is not a multiple of heads {shape['heads']}")
         layers = transformer_layers(shape["layers"], shape["hidden"], shape["heads"], shape["seq"], shape["vocab"],
                                     shape["ffn_mult"], b)
     elif kind == "resnet":
+        check_resnet_shape(raw, where)
         for k in ("image", "stem", "stages", "classes"):
-            shape[k] = _req(raw, k, where)
-        try:
-            layers = resnet_layers(raw, b)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise FredError(f"workload {where}: bad ResNet shape ({exc})") from None
+            shape[k] = raw[k]
+        layers = resnet_layers(raw, b)
     elif kind == "layers":
+        entries = check_layer_list(get_field(raw, "layer_list", where), where)
         layers = []
-        for i, l in enumerate(_req(raw, "layer_list", where)):
-            try:
-                layers.append(Layer(str(l.get("name", f"l{i}")), str(l.get("kind", "layer")), float(l["fwd_flops"]),
-                                    float(l.get("bwd_flops", 2 * float(l["fwd_flops"]))), float(l["params"]),
-                                    float(l["act_bytes"]), float(l.get("fwd_mem_bytes", 2 * float(l["act_bytes"]))),
-                                    int(l.get("mp_ar_fwd", 0)), int(l.get("mp_ar_bwd", 0)),
-                                    saved_bytes=float(l["saved_bytes"]) if l.get("saved_bytes") is not None else None,
-                                    saved_split=float(l.get("saved_split", 0.0))))
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise FredError(f"workload {where}: bad layer #{i} ({exc})") from None
-        if not layers:
-            raise FredError(f"workload {where}: layer_list is empty")
+        for i, entry in enumerate(entries):
+            f = layer_entry(entry, i, where)
+            layers.append(Layer(f["name"], f["kind"], f["fwd_flops"], f["bwd_flops"], f["params"], f["act_bytes"],
+                                f["fwd_mem_bytes"], f["mp_ar_fwd"], f["mp_ar_bwd"], saved_bytes=f["saved_bytes"],
+                                saved_split=f["saved_split"]))
     else:
         raise FredError(f"workload {where}: unknown kind {kind!r}; expected transformer, resnet or layers")
     for l in layers:
         if min(l.fwd_flops, l.bwd_flops, l.params, l.act_bytes, l.fwd_mem_bytes, l.saved_split) < 0 or (
                 l.saved_bytes is not None and not l.saved_split <= l.saved_bytes):
             raise FredError(f"workload {where}: layer {l.name} has a negative size (or saved_split > saved_bytes)")
-    sweep = raw.get("sweep_microbatches")
-    if isinstance(sweep, dict):
-        sweep = {int(k): int(v) for k, v in sweep.items()}
+    strategy = get_field(raw, "strategy", where, default="MP(1)-DP(20)-PP(1)", kind=str)
+    try:
+        parse_strategy(strategy)  # its form (the NPU count is the wafer's, checked when it runs)
+    except ValueError as exc:
+        raise FredError(f"workload {where}: field 'strategy': {exc}") from None
+    microbatches = get_field(raw, "microbatches", where, default=1)
+    samples = get_field(raw, "samples_per_replica", where, default=16.0)
+    if microbatches > samples:
+        raise FredError(f"workload {where}: field 'microbatches' = {microbatches} exceeds samples_per_replica "
+                        f"{samples:g} (a microbatch holds at least one sample)")
     return Workload(
         name=name, title=str(raw.get("title", name)), source=str(raw.get("source", "")), kind=kind,
         layers=tuple(layers), dtype_bytes=b,
-        input_bytes_per_sample=float(raw.get("input_bytes_per_sample", 0.0)),
+        input_bytes_per_sample=get_field(raw, "input_bytes_per_sample", where, default=0.0),
         mode=_check_mode(raw.get("mode", "weight-stationary"), where),
-        strategy=str(raw.get("strategy", "MP(1)-DP(20)-PP(1)")),
-        microbatches=_req(raw, "microbatches", where, int) if "microbatches" in raw else 1,
-        samples_per_replica=_req(raw, "samples_per_replica", where, float) if "samples_per_replica" in raw else 16.0,
-        published_params=float(raw["published_params"]) if raw.get("published_params") is not None else None,
-        sweep_microbatches=sweep, shape=shape, path=where)
+        strategy=strategy, microbatches=microbatches, samples_per_replica=samples,
+        published_params=get_field(raw, "published_params", where, default=None),
+        sweep_microbatches=check_sweep_microbatches(raw.get("sweep_microbatches"), where), shape=shape, path=where)
 
 
 def sweep_microbatches(w: Workload, pp: int, samples_per_replica: float) -> int:

@@ -17,6 +17,9 @@ import time
 from functools import partial
 
 from fred.hdl.area_hier import AREA_SOURCES, GE_UM2, PLACEMENT_UTILIZATION, SRAM_UM2_PER_BIT, hier_area
+
+#: the conversions of the section that are assumptions without a source (said in the output)
+ASSUMED_UNVERIFIED = ("placement_utilization", "sram_array_efficiency")
 from fred.hdl.cells import build_cell
 from fred.hdl.dtypes import get_dtype
 from fred.contract.packet import HEADER_BITS
@@ -119,7 +122,8 @@ def width_area(*, chiplets=(12, 10), middle=3, lanes=256, dtype="fp16", switch_p
            "method": "hier_area: each distinct module synth -flatten once (children black boxes), "
                      "x instances; memories as SRAM macros",
            "ge_um2": GE_UM2, "placement_utilization": PLACEMENT_UTILIZATION,
-           "sram_um2_per_bit": SRAM_UM2_PER_BIT, "sources": dict(AREA_SOURCES), "designs": designs}
+           "sram_um2_per_bit": SRAM_UM2_PER_BIT, "sources": dict(AREA_SOURCES),
+           "assumed_unverified": list(ASSUMED_UNVERIFIED), "designs": designs}
     if switch_ports:
         sec["switch_buffers"] = switch_buffers(lanes, t.name)
         sw = designs[f"switch ({switch_ports} ports)"]

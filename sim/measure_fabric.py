@@ -48,6 +48,9 @@ __all__ = ["fabric_verilog", "run_fabric", "measure_fabric", "kind_flows", "KIND
 
 KINDS = ("unicast", "reduce", "multicast", "all-reduce")
 TOP = "fred_fabric"
+#: module-name prefixes of the cells in the hierarchical form: the Verilator hierarchical blocks
+#: of a ``verilator_blocks`` build (each cell kind verilated once)
+CELL_MODULE_PREFIXES = ("fred_r_m", "fred_d_m", "fred_rd_", "fred_mux_", "fred_demux_")
 
 _SOURCES = ("fabric.py", "cells.py", "adders.py", "dtypes.py", "modes.py", "structure.py", "verilog.py",
             "hier.py", "muxes.py", "params.py")
@@ -84,14 +87,23 @@ def fabric_verilog(ports, middle, lanes, dtype, fault=None, name=TOP, shared=Tru
 
 def run_fabric(ports, middle, lanes, dtype, phases, *, seed=None, beats=64, idle=0.0, stall=0.0,
                specials="mixed", labels=None, config_phases=None, config_words=None, fault=None, max_cycles=None,
-               tag=None, shared=True, form=None) -> dict:
+               tag=None, shared=True, form=None, verilator_blocks=False) -> dict:
     """Run the fabric bench on ``phases`` (each a list of flow strings); return its measurements
     (the dict sim/tb_fabric.py writes). Raises AssertionError when the bench fails. ``form``:
-    the Verilog form (:func:`fabric_verilog`)."""
-    from fred.sim.toolchain import run_bench
+    the Verilog form (:func:`fabric_verilog`). ``verilator_blocks`` (the hierarchical form only):
+    build with every cell kind a Verilator hierarchical block
+    (:func:`fred.sim.toolchain.verilator_hier_blocks`), how a chiplet at its real width fits in
+    memory; the same Verilog otherwise."""
+    from fred.sim.toolchain import HIER_ARGS, run_bench, verilator_hier_blocks
 
     form = form or ("shared" if shared else "flat")
+    if verilator_blocks and form != "hier":
+        raise ValueError(f"verilator_blocks needs the hierarchical form, not {form!r}")
     text = fabric_verilog(ports, middle, lanes, dtype, fault, form=form)
+    build_args = ()
+    if verilator_blocks:
+        text, _ = verilator_hier_blocks(text, CELL_MODULE_PREFIXES, TOP)
+        build_args = HIER_ARGS
     phases = [[str(f) for f in ph] for ph in phases]
     with tempfile.TemporaryDirectory(prefix="fred-fabric-") as tmp:
         out = Path(tmp) / "result.json"
@@ -108,8 +120,8 @@ def run_fabric(ports, middle, lanes, dtype, phases, *, seed=None, beats=64, idle
             config["max_cycles"] = int(max_cycles)
         run_bench(verilog=text, toplevel=TOP, test_module="fred.sim.tb_fabric",
                   tag=tag or (f"fabric-p{ports}-m{middle}-l{lanes}-{dtype}{'-' + fault if fault else ''}"
-                              f"{'' if form == 'shared' else '-' + form}"),
-                  config=config, seed=seed)
+                              f"{'' if form == 'shared' else '-' + form}{'-blocks' if verilator_blocks else ''}"),
+                  config=config, seed=seed, build_args=build_args)
         return json.loads(out.read_text())
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from fred.contract.timing import TimingFileError, load_timing, validate_timing
 from fred.hdl.area import synth_area
-from fred.hdl.area_hier import gate_equivalents, hier_area, instance_counts, module_tree
+from fred.hdl.area_hier import (AREA_SOURCES, GE_UM2, GE_WEIGHTS, LEF_WIDTH_UM, ROW_HEIGHT_UM, SRAM_UM2_PER_BIT,
+                                 gate_equivalents, hier_area, instance_counts, module_tree)
 from fred.hdl.fabric import fabric_verilog_text
 from fred.hdl.hier import emit_modules
 from fred.hdl.structure import cell_counts
@@ -49,10 +50,24 @@ def test_memories_are_sram_macros_not_flipflops(tmp_path, monkeypatch):
 
 
 def test_gate_equivalents():
-    assert gate_equivalents({"$_NAND_": 3, "$_NOT_": 3}) == pytest.approx(3 + 2.0, rel=1e-3)
+    assert gate_equivalents({"$_NAND_": 3, "$_NOT_": 3}) == pytest.approx(3 + 3 * 0.75, rel=1e-9)
     assert gate_equivalents({"$_SDFFE_PP0P_": 1}) > gate_equivalents({"$_DFF_P_": 1})
     with pytest.raises(ValueError, match="no gate-equivalent weight"):
         gate_equivalents({"$_WEIRD_": 1})
+
+
+def test_area_constants_are_the_sourced_cell_sizes():
+    """The NanGate 15 nm OCL LEF sizes (NAND2_X1 0.256 x 0.768 um; INV_X1 0.192, MUX2_X1 0.832,
+    DFFRNQ_X1 1.664 um wide) and TSMC's 0.07 um2 16 nm bitcell at 60% array efficiency: the
+    conversions are computed from them, each once, and the sources say which are assumed."""
+    assert ROW_HEIGHT_UM == 0.768 and LEF_WIDTH_UM["NAND2_X1"] == 0.256
+    assert GE_UM2 == pytest.approx(0.196608, abs=1e-12)
+    assert (GE_WEIGHTS["NAND"], GE_WEIGHTS["NOT"], GE_WEIGHTS["MUX"], GE_WEIGHTS["XOR"], GE_WEIGHTS["DFF"]) == \
+        (1.0, 0.75, 3.25, 2.25, 6.5)
+    assert GE_WEIGHTS["DFFE"] == GE_WEIGHTS["DFF"] + GE_WEIGHTS["MUX"]      # enable: a MUX2 in front
+    assert SRAM_UM2_PER_BIT == pytest.approx(0.07 / 0.60)
+    assert "unverified" in AREA_SOURCES["utilization"] and "unverified" in AREA_SOURCES["sram_um2_per_bit"]
+    assert "0.256 x 0.768" in AREA_SOURCES["ge_um2"]
 
 
 def _area_doc():
@@ -100,3 +115,39 @@ def test_characterize_area_lanes_bad_input(tmp_path):
                         str(tmp_path / "t.json")], capture_output=True, text=True)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
     assert "--chiplets 12: FRED_3(12) with 400 fp16 lanes needs" in p.stderr
+
+
+def _section(lanes, switch=True):
+    d = {"cells": 1000, "flipflops": 100, "ge": 2.5e6, "logic_mm2": 0.7, "sram_bits": 0, "sram_mm2": 0,
+         "total_mm2": 0.7}
+    designs = {"FRED_3(12)": dict(d)}
+    sec = {"lanes": lanes, "ge_um2": 0.196608, "placement_utilization": 0.7, "sram_um2_per_bit": 0.1167,
+           "assumed_unverified": ["placement_utilization", "sram_array_efficiency"], "designs": designs}
+    if switch:
+        designs["switch (12 ports)"] = dict(d, sram_bits=8 * 1024 * 890, sram_mm2=0.85, total_mm2=1.55)
+        sec["spec"] = {"switch_chiplets_mm2": 25195, "logic_fraction_max": 0.05, "logic_budget_mm2": 1259.75,
+                       "switches_in_logic_budget": 812.7, "switch_share_of_spec_total": 1.55 / 25195}
+    return sec
+
+
+def test_area_width_table_and_timing_file_check(tmp_path):
+    """The README table of fred.benchmarks.area_width, and its check that a timing file's
+    area_at_width section has the figures of the run (a changed figure is named)."""
+    import json
+
+    from fred.benchmarks.area_width import compare_timing_file, table
+
+    secs = [_section(256), _section(320, switch=False)]
+    text = table(secs)
+    assert "| FRED_3(12) | 256 | 1,000 | 100 | 2.50 M | 0.70 | — | — | 0.70 |" in text
+    assert "| switch (12 ports) | 256 |" in text and "| FRED_3(12) | 320 |" in text
+    assert "**1.6 mm²**" in text and "890 KB" in text and "813 such switches" in text
+    assert "unverified: placement_utilization, sram_array_efficiency" in text
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps({"area_at_width": _section(256)}))
+    assert "matches this run (2 designs)" in compare_timing_file(f, secs)
+    other = _section(256)
+    other["designs"]["FRED_3(12)"]["flipflops"] = 101
+    f.write_text(json.dumps({"area_at_width": other}))
+    assert "DIFFERS" in compare_timing_file(f, secs) and "FRED_3(12).flipflops" in compare_timing_file(f, secs)
+    assert "no timing file" in compare_timing_file(tmp_path / "none.json", secs)

@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """FRED_m(P) fabric RTL, Amaranth level: demux/mux cells, config layout, structure, CLI, lint."""
 
 import subprocess

@@ -57,6 +57,20 @@ def test_hier_lint_clean():
     assert lint(fabric_verilog_text(5, 3, 2, "fp16", "fred3_p5", form="hier"), "fred3_p5") == []
 
 
+def test_lint_modules_clean_and_catches_a_fault_in_a_submodule():
+    """Module-by-module lint (how the wide chiplet is linted, fred.benchmarks.verilog): clean on
+    the hierarchical form, and an undriven signal inside one cell kind is reported there."""
+    from fred.sim.lint import lint_modules
+
+    text = fabric_verilog_text(3, 2, 1, "int32", "fred2_p3", form="hier")
+    assert lint_modules(text, "fred2_p3") == {}
+    at = text.index("endmodule", text.index("module fred_r_"))
+    bad = text[:at] + "  wire fred_undriven;\n  wire fred_use = fred_undriven;\n" + text[at:]
+    found = lint_modules(bad, "fred2_p3")
+    assert list(found) == [m for m in _modules(text) if m.startswith("fred_r_")]
+    assert "Signal is not driven: 'fred_undriven'" in found[list(found)[0]][0]
+
+
 def test_fabric_bench_passes_on_hier_form():
     """The regression bench of tests/test_fabric_sim.py on the hierarchical form."""
     from tests.test_fabric_sim import _run_case
@@ -96,5 +110,5 @@ def test_switch_bench_passes_on_hier_form(monkeypatch):
                 out_credits=(0, 0, 0, 0), _shared=registry, _hier=True)
     text = emit_modules(sw, "fred_switch", registry)
     assert "fred_switch_in_d12_12_12_2_n4_f64 in3" in text      # one module for every input port
-    monkeypatch.setitem(tsb._CACHE, (4, 2, "int32", "fred"), (sw, text))
+    monkeypatch.setitem(tsb._CACHE, (4, 2, "int32", "fred", None), (sw, text))   # bench_config's key
     tsb.run("switch_random", 1, P=4)

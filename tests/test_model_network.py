@@ -293,8 +293,9 @@ def test_default_algorithms():
     m, a, d = build_fabric("mesh"), build_fabric("fred-a"), build_fabric("fred-d")
     assert default_algorithm(m, "all-reduce", range(20)) == "hier2d"
     assert default_algorithm(m, "all-reduce", [0, 4, 8, 12, 16]) == "ring"
-    assert default_algorithm(a, "all-reduce", range(20)) == "hier-ring"
+    assert default_algorithm(a, "all-reduce", range(20)) == "hier-direct"
     assert default_algorithm(a, "all-reduce", [0, 4, 8]) == "ring"
+    assert default_algorithm(a, "all-reduce", [0, 1, 4, 5, 8]) == "ring"       # unequal per L1
     assert default_algorithm(d, "all-reduce", [0, 4, 8]) == "in-switch"
 
 

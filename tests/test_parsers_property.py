@@ -192,3 +192,92 @@ def test_timing_file_any_text(tmp_path_factory, text):
 
 def test_the_default_is_valid():
     assert load_timing().summary["switch_latency_cycles"] > 0
+
+
+# ---- ASTRA-sim text traces, Chakra traces, workload files (mutations of the real examples) ---------
+import os  # noqa: E402
+import random  # noqa: E402
+import shutil  # noqa: E402
+import sys  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_fuzz_files import mutate_bytes, mutate_et, mutate_text  # noqa: E402
+from cli_fuzz_cases import HERE, SHARED  # noqa: E402
+
+from fred.model.astra_trace import parse_trace  # noqa: E402
+from fred.model.chakra_et import load_chakra  # noqa: E402
+from fred.model.workload import workload_from_dict  # noqa: E402
+
+#: a trace of the format when shared/ is not there (and beside the real ones when it is)
+_OWN_TRACE = ("HYBRID_TRANSFORMER model_parallel_NPU_group: 4\n3\n"
+              + "".join(f"l{i} -1 {1000 + i} ALLGATHER 4096 900 ALLREDUCE 8192 800 NONE 0 10\n" for i in range(3)))
+TRACES = [_OWN_TRACE] + [open(os.path.join(SHARED, "workloads", "astra-sim", f), encoding="utf-8").read()
+                         for f in sorted(os.listdir(os.path.join(SHARED, "workloads", "astra-sim")))
+                         if f.endswith(".txt")] if os.path.isdir(os.path.join(SHARED, "workloads")) else [_OWN_TRACE]
+HEADER = "HYBRID_TRANSFORMER model_parallel_NPU_group: 4"
+
+
+@SETTINGS
+@given(st.sampled_from(range(len(TRACES))), st.integers(0, 2**32 - 1), st.integers(1, 3))
+def test_trace_mutations(which, seed, n):
+    rng = random.Random(seed)
+    text = TRACES[which]
+    for _ in range(n):
+        text, _ = mutate_text(text, rng)
+    header = HEADER if text.split(None, 1)[:1] not in (["DATA"], ["MODEL"]) and "HYBRID" not in text[:40] else None
+    try:
+        t = parse_trace(text, name="mutated.txt", header=header)
+    except FredError as exc:
+        _one_line(exc)
+        assert str(exc).startswith("mutated.txt"), str(exc)
+        return
+    assert t.layers and all(l.fwd_cycles >= 0 and l.fwd_bytes >= 0 for l in t.layers)
+
+
+CHAKRA = os.path.join(HERE, "data", "chakra-et", "all_reduce_4npus_1MB")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 2**32 - 1), st.booleans(), st.booleans())
+def test_chakra_mutations(tmp_path_factory, seed, fields, everywhere):
+    rng = random.Random(seed)
+    d = tmp_path_factory.mktemp("et")
+    files = sorted(os.listdir(CHAKRA))
+    for f in files:
+        shutil.copy(os.path.join(CHAKRA, f), d / f)
+    victim = d / rng.choice(files)
+    data, _ = (mutate_et if fields else mutate_bytes)(victim.read_bytes(), rng)
+    for f in (files if everywhere and fields else [victim.name]):
+        (d / f).write_bytes(data)
+    try:
+        trace = load_chakra(d)
+    except ValueError as exc:
+        _one_line(exc)
+        assert str(d) in str(exc) or any(f in str(exc) for f in files), str(exc)
+        return
+    assert trace.npus == 4 and all(op.size > 0 for op in trace.ops if op.kind == "collective")
+
+
+WORKLOAD = {"name": "w", "kind": "transformer", "layers": 2, "hidden": 64, "heads": 4, "seq": 16, "vocab": 100}
+WORKLOAD_KEYS = st.sampled_from(sorted(WORKLOAD) + ["ffn_mult", "dtype_bytes", "microbatches", "samples_per_replica",
+                                                    "input_bytes_per_sample", "strategy", "mode", "sweep_microbatches",
+                                                    "published_params", "layer_list", "stages"])
+WORKLOAD_VALUES = st.one_of(SCALARS, st.just(2**70), st.just(float("inf")), st.lists(SCALARS, max_size=3),
+                            st.dictionaries(st.integers(-2, 40), SCALARS, max_size=2), st.sampled_from(["resnet", "layers"]))
+
+
+@SETTINGS
+@given(st.dictionaries(WORKLOAD_KEYS, WORKLOAD_VALUES, max_size=4))
+def test_workload_fields(changes):
+    """Any field given any value: a workload whose figures are finite, or one FredError line
+    naming the file."""
+    raw = {**WORKLOAD, **changes}
+    try:
+        w = workload_from_dict(raw, "mutated.yml")
+    except FredError as exc:
+        _one_line(exc)
+        assert "mutated.yml" in str(exc), str(exc)
+        return
+    assert w.layers and all(math.isfinite(l.fwd_flops) and l.fwd_flops >= 0 for l in w.layers)
+    assert 1 <= w.microbatches <= 1024 and math.isfinite(w.samples_per_replica)

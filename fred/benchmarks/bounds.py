@@ -14,20 +14,25 @@ import pathlib
 
 from fred.commands.collective import fmt_time
 from fred.contract.outputs import write_atomic
-from fred.model.bounds import port_bound, ring_time, uplink_bound
+from fred.model.bounds import lower_bound, port_bound, ring_time
 from fred.model.collectives import collective_time
 from fred.model.network_yaml import parse_network_yaml
 from fred.model.parallel_groups import groups, parse_strategy
-from fred.model.params import FABRICS, GiB
+from fred.model.params import FABRICS, GiB, MiB
 from fred.model.topology import build_fabric
 
-__all__ = ["main", "closed_form_rows", "chakra_rows", "placement_report"]
+__all__ = ["main", "closed_form_rows", "size_rows", "chakra_rows", "placement_report", "WAFER_OPS", "WAFER_SIZES"]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "network.md"
 #: the ASTRA-sim microbenchmarks, next to the repository (absent: the table is skipped)
 SHARED_ET = ROOT.parent / "shared" / "workloads" / "chakra-et"
 BEGIN, END = "<!-- bounds:begin -->", "<!-- bounds:end -->"
+#: the wafer fabrics' rows: these operations at these sizes per NPU (the table of the done-when)
+WAFER_OPS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
+WAFER_SIZES = (64 * MiB, GiB)
+#: the sizes of the ratio-by-size table (latency dominates at the small ones)
+SWEEP_SIZES = (MiB, 16 * MiB, 64 * MiB, 256 * MiB, GiB)
 
 
 def _net(kinds, counts, bws, lat, extra=""):
@@ -35,14 +40,24 @@ def _net(kinds, counts, bws, lat, extra=""):
                               f"bandwidth: {list(bws)}\nlatency: {[lat] * len(kinds)}\n{extra}").build()
 
 
+def _size(nbytes):
+    return f"{nbytes / GiB:g} GiB" if nbytes >= GiB else f"{nbytes / MiB:g} MiB"
+
+
 def _row(case, topo, op, nbytes, bound, which, **kw):
     r = collective_time(topo, op, None, nbytes, **kw)
-    return (case, op, r.algorithms[0], str(r.chunks), fmt_time(r.time), fmt_time(bound), which,
+    return (case, op, _size(nbytes), r.algorithms[0], str(r.chunks), fmt_time(r.time), fmt_time(bound), which,
             f"{bound / r.time:.3f}")
 
 
+def _wafer_bound(topo, op, nbytes):
+    """(seconds, name) of the default collective's bound on a wafer fabric (in-network
+    All-Reduce where the switches reduce)."""
+    return lower_bound(topo, op, nbytes, in_network=topo.in_network_reduction)
+
+
 def closed_form_rows():
-    """(case, op, algorithm, pieces, simulated, bound, bound's name, bound/simulated)."""
+    """(case, op, size, algorithm, pieces, simulated, bound, bound's name, bound/simulated)."""
     rows = []
     r8 = _net(["Ring"], [8], [100.0], 500.0)
     rows.append(_row("Ring(8) 100 GB/s 500 ns", r8, "all-reduce", GiB,
@@ -63,28 +78,41 @@ def closed_form_rows():
             rows.append(_row(name, t, op, GiB, port_bound(t, op, GiB), "ports: f(p-1)/p D / sum B"))
     for f in FABRICS:
         t = build_fabric(f)
-        inn = t.in_network_reduction
-        for op in ("all-reduce", "reduce-scatter", "all-gather"):
-            pb = port_bound(t, op, GiB, in_network=inn)
-            ub = uplink_bound(t, op, GiB, in_network=inn)
-            which = "L1 uplinks" if ub > pb else "NPU ports"
-            rows.append(_row(f"{t.name} (20 NPUs)", t, op, GiB, max(pb, ub), which))
+        for op in WAFER_OPS:
+            for nb in WAFER_SIZES:
+                rows.append(_row(f"{t.name} (20 NPUs)", t, op, nb, *_wafer_bound(t, op, nb)))
     return rows
 
 
-def chakra_rows(directory=SHARED_ET, bw=50.0, lat=500.0):
-    """Each ASTRA-sim microbenchmark on a Ring of its NPU count (bw GB/s, lat ns) and a Switch."""
+def size_rows(sizes=SWEEP_SIZES):
+    """(fabric, op, bound/simulated at each size) of the default wafer-wide collectives."""
+    rows = []
+    for f in FABRICS:
+        t = build_fabric(f)
+        for op in WAFER_OPS:
+            cells = []
+            for nb in sizes:
+                r = collective_time(t, op, None, nb)
+                cells.append(f"{_wafer_bound(t, op, nb)[0] / r.time:.3f} ({r.chunks})")
+            rows.append((t.name, op, *cells))
+    return rows
+
+
+def chakra_rows(directory=None, bw=50.0, lat=500.0):
+    """Each ASTRA-sim microbenchmark on a Ring of its NPU count (bw GB/s, lat ns) and a Switch
+    (``directory``: default :data:`SHARED_ET`, read when called)."""
     from fred.model.chakra_et import load_chakra, run_chakra
 
+    directory = SHARED_ET if directory is None else directory
     rows = []
     for d in sorted(p for p in pathlib.Path(directory).glob("*/*") if p.is_dir()):
         tr = load_chakra(d)
         for kind in ("Ring", "Switch"):
             topo = _net([kind], [tr.npus], [bw], lat)
             for r in run_chakra(tr, topo):
-                b = port_bound(topo, r["op"], r["model_bytes_per_npu"])
+                b, which = lower_bound(topo, r["op"], r["model_bytes_per_npu"])
                 rows.append((f"{d.parent.name}/{d.name}", f"{kind}({tr.npus})", r["op"], r["algorithm"],
-                             fmt_time(r["time_s"]), fmt_time(b), f"{b / r['time_s']:.3f}"))
+                             fmt_time(r["time_s"]), fmt_time(b), which, f"{b / r['time_s']:.3f}"))
     return rows
 
 
@@ -131,15 +159,19 @@ def _table(head, rows):
 
 
 def report() -> str:
-    out = ["Collectives of 1 GiB per NPU (model's sizes: All-Gather = output) against closed-form "
-           "bounds; YAML latencies 500 ns per hop; wafer fabrics with their 0.883 payload share:", ""]
-    out += _table(("network", "op", "algorithm", "pieces", "simulated", "bound", "bound is", "bound/simulated"),
-                  closed_form_rows())
+    out = ["Default collectives (model's sizes per NPU: All-Gather = output) against closed-form lower "
+           "bounds (`fred.model.bounds`: NPU ports, L1 uplinks, cuts for All-to-All); YAML latencies 500 ns per "
+           "hop; wafer fabrics with their 0.883 payload share:", ""]
+    out += _table(("network", "op", "size", "algorithm", "pieces", "simulated", "bound", "bound is",
+                   "bound/simulated"), closed_form_rows())
+    out += ["", "The wafer fabrics' default collectives by size: bound/simulated (pieces). The bounds count "
+            "bandwidth only; below 64 MiB the hop latencies each piece pays weigh in:", ""]
+    out += _table(("fabric", "op", *(_size(n) for n in SWEEP_SIZES)), size_rows())
     if SHARED_ET.is_dir():
         out += ["", "ASTRA-sim's Chakra ET microbenchmarks (`fred collective --chakra DIR --network FILE`; 1 MB "
                 "comm_size = each NPU's input; a Ring / a Switch of the trace's NPU count, 50 GB/s, 500 ns; "
-                "the port bound ignores latency, which dominates at 1 MB):", ""]
-        out += _table(("trace", "network", "op", "algorithm", "simulated", "port bound", "bound/simulated"),
+                "the bounds ignore latency, which dominates at 1 MB):", ""]
+        out += _table(("trace", "network", "op", "algorithm", "simulated", "bound", "bound is", "bound/simulated"),
                       chakra_rows())
     out += ["", "Mesh, MP(2)-DP(5)-PP(2): routes (X-Y) of the pipeline and model-parallel pairs, printed by "
             "`fred.benchmarks.bounds.placement_report`:", "", "```"] + placement_report() + ["```"]

@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     for f in FABRICS:
         topo = build_fabric(f)
         wall, r = _wall(lambda: collective_time(topo, "all-reduce", None, GiB), repeat=3)
-        print(f"   {topo.name:7s} {r.algorithms[0]:10s} sim {r.time * 1e3:7.3f} ms  NPU BW {r.npu_bandwidth / 1e12:5.2f} TB/s"
+        print(f"   {topo.name:7s} {r.algorithms[0]:11s} sim {r.time * 1e3:7.3f} ms  NPU BW {r.npu_bandwidth / 1e12:5.2f} TB/s"
               f"  {r.flows:5d} flows {r.events:4d} events  {wall:ms}")
 
     p = 1024

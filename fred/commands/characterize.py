@@ -76,10 +76,13 @@ def _check(args):
     for P in chiplets:
         try:
             check_fabric_params(P, args.middle, args.lanes, args.dtype)
-            if args.area_lanes:
-                check_fabric_params(P, args.middle, args.area_lanes, args.dtype, "hier")
         except ValueError as exc:
             raise ValueError(f"--chiplets {P}: {exc}") from None
+        if args.area_lanes:
+            try:
+                check_fabric_params(P, args.middle, args.area_lanes, args.dtype, "hier")
+            except ValueError as exc:
+                raise ValueError(f"--area-lanes {args.area_lanes} (chiplet of {P} ports): {exc}") from None
     if args.no_switch:
         refuse_unused("--switch-ports", args.switch_ports, "does not apply with --no-switch")
         refuse_unused("--switch-packet-flits", args.switch_packet_flits, "does not apply with --no-switch")

@@ -96,7 +96,7 @@ def add_arguments(p):
                         "all-reduce and the other ops: the buffer each NPU holds either way)")
     p.add_argument("--algorithm", type=choice("--algorithm", _algorithm), default="auto",
                    help="auto (fabric default; on a whole YAML network the best of hierarchical, multi-ring, in-switch), "
-                        "ring, ring2, hier2d, hier-ring, hierarchical, multi-ring, in-switch, "
+                        "ring, ring2, hier2d, hier-ring, hier-direct, hierarchical, multi-ring, in-switch, "
                         "direct, shift")
     p.add_argument("--chunks", type=integer("--chunks", 1, MAX_CHUNKS), default=None, metavar="N",
                    help=f"pieces per stream, 1..{MAX_CHUNKS} (default: the algorithm's)")
@@ -129,6 +129,9 @@ def _check(args):
             raise ValueError(f"--fabric {','.join(args.fabric)}: 'all' already names every fabric")
     if args.op not in ROOT_OPS:
         refuse_unused("--root", args.root, f"does not apply to {args.op} (only to {', '.join(ROOT_OPS)})")
+    if args.op not in SIZED_OPS and not args.chakra:
+        refuse_unused("--size-is", args.size_is, f"does not apply to {args.op}: its input and output per NPU are "
+                                                 f"the same size (only all-gather and reduce-scatter differ)")
     if args.strategy:
         if args.group:
             raise ValueError("give either --group or --strategy, not both")

@@ -149,9 +149,9 @@ def hardware_from_args(args):
 
 
 def _workload(text):
-    from fred.model.workload import load_workload
+    from fred.model.workload import workload_ref
 
-    return load_workload(text).name
+    return workload_ref(text)
 
 
 def _fabric(text):
@@ -208,6 +208,21 @@ def check_microbatches(workloads, microbatches, samples) -> None:
                              f"(a microbatch holds at least one sample; raise --samples)")
 
 
+def check_mode_options(workloads, mode, granularity, stream_steps) -> None:
+    """--granularity shapes weight-stationary runs and --stream-steps weight-streaming ones:
+    each is refused when no selected workload runs in its mode (before any simulation)."""
+    from fred.model.workload import list_workloads, load_workload
+
+    if granularity is None and stream_steps is None:
+        return
+    modes = {mode or load_workload(wn).mode for wn in (workloads or list_workloads())}
+    for opt, value, needs in (("--granularity", granularity, "weight-stationary"),
+                              ("--stream-steps", stream_steps, "weight-streaming")):
+        if value is not None and needs not in modes:
+            raise ValueError(f"{opt} {value} only applies to {needs} runs; these run {', '.join(sorted(modes))} "
+                             f"(--mode {needs} runs them so)")
+
+
 def _fmt_ms(x):
     return f"{x * 1e3:10.3f}"
 
@@ -251,6 +266,7 @@ def format_table(rows, timing_source, npu=None) -> str:
 
 #: options of the built-in workloads and of the roofline NPU, which a trace replaces
 _NOT_FOR_TRACES = (("workload", "--workload"), ("microbatches", "--microbatches"), ("samples", "--samples"),
+                   ("io_bw", "--io-bw"),
                    ("mode", "--mode"), ("plot", "--plot"), ("tflops", "--tflops"), ("utilisation", "--utilisation"),
                    ("hbm_bw", "--hbm-bw"), ("hbm_gb", "--hbm-gb"), ("granularity", "--granularity"),
                    ("stream_steps", "--stream-steps"), ("npu", "--npu"), ("memory", "--memory"))
@@ -362,6 +378,7 @@ def run(args):
     check_strategy(args.strategy, params)
     workloads = resolve_workloads(args.workload)
     check_microbatches(workloads, args.microbatches, args.samples)
+    check_mode_options(workloads, args.mode, args.granularity, args.stream_steps)
     fabrics = resolve_fabrics(args.fabric)
     kw = dict(params=params, npu=npu, microbatches=args.microbatches, samples_per_replica=args.samples, mode=args.mode)
     kw.update(gran)

@@ -22,7 +22,7 @@ import re
 from fred.contract.checks import check_bytes, check_int, check_name, check_number
 
 __all__ = ["integer", "number", "size", "name", "choice", "ListOption", "parse_size",
-           "refuse_unused", "SIZE_UNITS", "MAX_BYTES"]
+           "refuse_unused", "shown", "SIZE_UNITS", "MAX_BYTES"]
 
 #: size suffixes (case-insensitive): SI (k, M, G, T = 1e3..1e12) and binary (KiB..TiB)
 SIZE_UNITS = {
@@ -40,8 +40,10 @@ _SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*")
 class _Type:
     """An argparse ``type=`` callable whose error message argparse prints as is."""
 
-    def __init__(self, option, convert, what):
+    def __init__(self, option, convert, what, low=None, high=None, low_open=False):
         self.option, self.convert, self.__name__ = option, convert, what
+        #: the range (documentation, and the fuzz tests' boundary values)
+        self.low, self.high, self.low_open = low, high, low_open
 
     def __call__(self, text):
         from fred import FredError
@@ -52,30 +54,44 @@ class _Type:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+#: digits of the longest number taken (more is far beyond every range, and Python refuses to
+#: convert more than 4,300 digits)
+MAX_DIGITS = 100
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.I)
+
+
+def shown(text, most: int = 40) -> str:
+    """``repr(text)``, shortened to about ``most`` characters (the length said) for long text."""
+    r = repr(text)
+    return r if len(r) <= most else f"{r[:most - 4]}...{r[0]} ({len(str(text)):,} characters)"
+
+
 def _parse_int(option, text) -> int:
     s = str(text).strip()
-    if not re.fullmatch(r"[+-]?[0-9]+", s):
-        raise ValueError(f"{option} {text!r} is not a whole number")
+    if not re.fullmatch(r"[+-]?[0-9]+", s, re.ASCII):
+        raise ValueError(f"{option} {shown(text)} is not a whole number")
+    if len(s.lstrip("+-")) > MAX_DIGITS:
+        raise ValueError(f"{option} {shown(text)} is too large")
     return int(s)
 
 
 def _parse_float(option, text) -> float:
-    try:
-        return float(str(text).strip())
-    except ValueError:
-        raise ValueError(f"{option} {text!r} is not a number") from None
+    s = str(text).strip()
+    if not _FLOAT.fullmatch(s) or len(s) > MAX_DIGITS + 10:  # ASCII digits only, no '1_000'
+        raise ValueError(f"{option} {shown(text)} is not a number")
+    return float(s)
 
 
 def integer(option: str, low: int | None = None, high: int | None = None, why: str | None = None):
     """Whole number with ``low <= value <= high``."""
-    return _Type(option, lambda t: check_int(option, _parse_int(option, t), low, high, why), "integer")
+    return _Type(option, lambda t: check_int(option, _parse_int(option, t), low, high, why), "integer", low, high)
 
 
 def number(option: str, low: float | None = None, high: float | None = None, why: str | None = None,
            low_open: bool = False):
     """Finite real number with ``low <= value <= high`` (``low < value`` with ``low_open``)."""
     return _Type(option, lambda t: check_number(option, _parse_float(option, t), low, high, why, low_open),
-                 "number")
+                 "number", low, high, low_open)
 
 
 def parse_size(text, option: str = "size", low: int = 1, high: int = MAX_BYTES) -> int:
@@ -110,7 +126,7 @@ def parse_size(text, option: str = "size", low: int = 1, high: int = MAX_BYTES) 
 
 def size(option: str, low: int = 1, high: int = MAX_BYTES):
     """A byte size (:func:`parse_size`)."""
-    return _Type(option, lambda t: parse_size(t, option, low, high), "size")
+    return _Type(option, lambda t: parse_size(t, option, low, high), "size", low, high)
 
 
 def name(option: str):
@@ -130,12 +146,15 @@ def choice(option: str, canonical):
         except (ValueError, FredError) as exc:
             msg = str(exc)
             raise ValueError(msg if msg.startswith(option) else f"{option}: {msg}") from None
-    return _Type(option, convert, "name")
+    return _Type(option, convert, "choice")
 
 
 class ListOption(argparse.Action):
     """Comma-separated values, the option repeatable; items converted by ``item`` (a ``type=``
     callable from this module), duplicates refused. The result is a list in the given order."""
+
+    #: given several times, the items add up (fred.cli.Parser refuses other options given twice)
+    repeatable = True
 
     def __init__(self, option_strings, dest, item=None, **kw):
         self.item = item
@@ -163,7 +182,7 @@ class ListOption(argparse.Action):
 def refuse_unused(option: str, value, needs: str) -> None:
     """``ValueError`` when ``option`` was given (``value`` not None/False) but does not apply:
     ``needs`` says when it does (``"only applies with --network"``)."""
-    if value not in (None, False, [], ()):
+    if value is not None and value is not False and value != [] and value != ():  # 0 is a value
         if isinstance(value, (list, tuple)):
             value = ",".join(str(v) for v in value)
         shown = "" if value is True else f" {value!r}"

@@ -121,7 +121,10 @@ def run(args):
         phases = expand(args.collective, group, args.root)
         results = route_phases(args.ports, middle, phases)
     else:
-        flows = validate_flows(args.flow, args.ports)
+        try:
+            flows = validate_flows(args.flow, args.ports)
+        except ValueError as exc:
+            raise ValueError(f"--flow: {exc}") from None
         results = [(Phase("flows", flows), route(args.ports, middle, flows))]
     if args.json:
         from fred.hdl.config_image import annotate

@@ -190,12 +190,12 @@ def format_scan(r, run_info="", detail=False) -> str:
 def run(args):
     import time
 
-    from fred.commands.estimate import check_microbatches, hardware_from_args
+    from fred.commands.estimate import check_microbatches, check_mode_options, hardware_from_args
     from fred.jobs import runner_from_args
     from fred.model.estimate import resolve_workloads
     from fred.model.scan import PAPER_SAMPLES_PER_REPLICA, k_grid, scan, to_json
 
-    if args.plot:
+    if args.plot is not None:
         from fred.contract.outputs import check_output_path
         from fred.model.plots import PLOT_SUFFIXES
         check_output_path("--plot", args.plot, suffixes=PLOT_SUFFIXES)
@@ -206,6 +206,7 @@ def run(args):
     samples = args.samples or [PAPER_SAMPLES_PER_REPLICA]
     for s in samples:
         check_microbatches(resolve_workloads(args.workload), args.microbatches, s)
+    check_mode_options(resolve_workloads(args.workload), args.mode, args.granularity, args.stream_steps)
     opts = dict(gran)
     if args.microbatches is not None:
         opts["microbatches"] = args.microbatches

@@ -168,7 +168,7 @@ def format_sweep(results, summ, timing_source, workload, rule, npu=None) -> str:
 
 
 def run(args):
-    from fred.commands.estimate import estimate_result, hardware_from_args, npu_json
+    from fred.commands.estimate import check_mode_options, estimate_result, hardware_from_args, npu_json
     from fred.contract.outputs import check_output_path
     from fred.jobs import runner_from_args
     from fred.model.plots import PLOT_SUFFIXES
@@ -176,6 +176,7 @@ def run(args):
     if args.plot is not None:
         check_output_path("--plot", args.plot, suffixes=PLOT_SUFFIXES)
     params, npu, gran = hardware_from_args(args)
+    check_mode_options([args.workload], args.mode, args.granularity, args.stream_steps)
     with runner_from_args(args) as runner:
         res = sweep(args.workload, args.fabric or ("mesh", "fred-d"), args.rule, params=params, npu=npu,
                     mode=args.mode, sim_options=gran, map_fn=runner.map)
