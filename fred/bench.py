@@ -22,6 +22,7 @@ BENCHMARKS = {
     "bounds": "fred.benchmarks.bounds:main",
     "overlap": "fred.benchmarks.overlap:main",
     "switch": "fred.sim.measure_switch:main",
+    "switch-online": "fred.sim.measure_switch:main_online",
     "clock": "fred.benchmarks.clock:main",
     "verilog": "fred.benchmarks.verilog:main",
     "training": "fred.benchmarks.training:main",

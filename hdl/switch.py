@@ -245,7 +245,7 @@ class Switch(wiring.Component):
         m = Module()
         ports, fab, tab, outs = self._blocks(m)
         self._datapath(m, ports, fab, outs)
-        cu = ControlUnit(self, m, ports, fab, tab, outs)
+        cu = self.control = ControlUnit(self, m, ports, fab, tab, outs)
         cu.round_state()
         cu.scanner()
         cu.sequencer()

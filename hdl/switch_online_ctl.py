@@ -15,6 +15,10 @@ routes online (``Switch(online=...)``, docs/switch.md):
   packet whose framing breaks before it is taken vanishes), each input's packet is taken and
   its output sends ``Header(vc, 255, seq, L, port=input)`` and the L data flits; otherwise the
   round is dropped and the control unit chooses again. A round ends when every output is done.
+* **next round, same configuration**: while an online round runs, a new candidate set of the
+  same VC whose pairs are all among the stored ones (the same permutation again, or part of
+  it) starts as soon as the inputs have fed the current round -- the configuration routes it
+  already -- and the outputs queue it back to back, like a table phase's next round.
 """
 
 from __future__ import annotations
@@ -105,11 +109,43 @@ class OnlineRounds:
             ok = ok & (~self.l_sel[p] | here)
         return ok
 
-    def outputs(self):
-        """Per output q: (used, source one-hot) of the stored round."""
+    def subset(self):
+        """The candidates of the stored VC are all pairs of the stored round (the loaded
+        configuration routes them)."""
+        cu, P = self.cu, self.cu.P
+        ok = Const(0)
+        for v in range(3):
+            inside = Const(1)
+            for p in range(P):
+                inside = inside & (~self.sel[v][p] | (self.l_sel[p]
+                                                      & (f_port(cu.hw(p, v)) == self.l_dst[p])))
+            ok = ok | ((self.l_vc == v) & inside & self.go[v])
+        return ok
+
+    def round_pairs(self, pipelined):
+        """``(sel, dst[p], len[p])`` of the round starting now: the stored ones, or (``pipelined``
+        high) the live candidates of the stored VC."""
+        cu, m, P = self.cu, self.cu.m, self.cu.P
+        sel = Signal(P, name="on_r_sel")
+        dst = [Signal(range(P), name=f"on_r_dst{p}") for p in range(P)]
+        length = [Signal(8, name=f"on_r_len{p}") for p in range(P)]
+        m.d.comb += sel.eq(self.l_sel)
+        m.d.comb += [d.eq(x) for d, x in zip(dst, self.l_dst)]
+        m.d.comb += [d.eq(x) for d, x in zip(length, self.l_len)]
+        with m.If(pipelined):
+            for v in range(3):
+                with m.If(self.l_vc == v):
+                    m.d.comb += sel.eq(self.sel[v])
+                    for p in range(P):
+                        w = cu.hw(p, v)
+                        m.d.comb += [dst[p].eq(f_port(w)), length[p].eq(w[32:40])]
+        return sel, dst, length
+
+    def outputs(self, sel, dst):
+        """Per output q: (used, source one-hot) of a round's pairs."""
         P = self.cu.P
         res = []
         for q in range(P):
-            src = Cat(*[self.l_sel[p] & (self.l_dst[p] == q) for p in range(P)])
+            src = Cat(*[sel[p] & (dst[p] == q) for p in range(P)])
             res.append((src != 0, src))
         return res

@@ -320,6 +320,7 @@ class ControlUnit:
         on_start = Signal()        # an online round starts
         m.d.comb += self.sw.round_start.eq(start | on_start)
         self.start, self.on_start = start, on_start
+        self.on_pipe = Signal()    # the online round starting now is a pipelined one
         self.seq = seq = Signal(3, name="seq_state")
         with m.Switch(seq):
             if self.on is not None:
@@ -336,6 +337,13 @@ class ControlUnit:
                           & cfg_loaded & (cfg_phase == sel_phase) & feeders_done & can_queue):
                     m.d.comb += start.eq(1)
                     self._prefer(sel_vc, False)
+                if self.on is not None:
+                    # the next online round, if the loaded configuration routes it already
+                    with m.Elif(sel_any & self.sel_online & (sel_vc == act_vc)
+                                & (act_phase == DEFAULT_PHASE) & self.on.subset()
+                                & feeders_done & can_queue):
+                        m.d.comb += [on_start.eq(1), self.on_pipe.eq(1)]
+                        self._prefer(sel_vc, True)
                 with m.Elif(all_idle):
                     m.d.sync += busy.eq(0)
                     m.d.sync += seq.eq(IDLE)
@@ -379,17 +387,19 @@ class ControlUnit:
         m, P, outs = self.m, self.P, self.outs
         start, sel_vc, sel_entry = self.start, self.sel_vc, self.sel_entry
         on = self.on
+        if on is not None:
+            r_sel, r_dst, r_len = on.r_pairs = on.round_pairs(self.on_pipe)
         for p in range(P):
             with m.If(start & self.e_in(sel_entry)[p]):
                 for v in DATA_VCS:
                     with m.If(sel_vc == v):
                         m.d.comb += self.take[p][v].eq(1)
             if on is not None:
-                with m.If(self.on_start & on.l_sel[p]):
+                with m.If(self.on_start & r_sel[p]):
                     for v in DATA_VCS:
                         with m.If(on.l_vc == v):
                             m.d.comb += self.take[p][v].eq(1)
-        on_outs = on.outputs() if on is not None else None
+        on_outs = on.outputs(r_sel, r_dst) if on is not None else None
         for q in range(P):
             src_seq = Signal(16, name=f"src_seq{q}")
             fmask = self.e_flow(sel_entry, q)
@@ -403,7 +413,7 @@ class ControlUnit:
                 o_port = Signal(8, name=f"on_port{q}")
                 for p in range(P):
                     with m.If(src[p]):
-                        m.d.comb += [o_len.eq(on.l_len[p]), o_port.eq(p)]
+                        m.d.comb += [o_len.eq(r_len[p]), o_port.eq(p)]
                 length = Mux(self.on_start, o_len, length)
                 port = Mux(self.on_start, o_port, 0)
             for p in reversed(range(P)):
