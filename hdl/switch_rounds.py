@@ -365,7 +365,8 @@ class ControlUnit:
 
     def _online_states(self):
         """O_CFG: load the online configuration; O_SET: settle, then start if every stored
-        packet is still there (else choose again)."""
+        packet is still there and the selection still picks this VC's online round (else
+        choose again)."""
         m, on, seq, settle = self.m, self.on, self.seq, self.settle
         with m.Case(O_CFG):
             m.d.sync += [self.cfg_reg.eq(on.router.config), self.cfg_loaded.eq(0),
@@ -373,13 +374,14 @@ class ControlUnit:
         with m.Case(O_SET):
             with m.If(settle != 0):
                 m.d.sync += settle.eq(settle - 1)
-            with m.Elif(on.still_there()):
+            with m.Elif(on.still_there() & self.sel_any & self.sel_online & (self.sel_vc == on.l_vc)):
+                # (still the choice: a higher VC that became ready meanwhile goes first)
                 m.d.comb += self.on_start.eq(1)
                 m.d.sync += [self.busy.eq(1), self.act_vc.eq(on.l_vc),
                              self.act_phase.eq(DEFAULT_PHASE), seq.eq(RUN)]
                 self._prefer(on.l_vc, True)
             with m.Else():
-                m.d.sync += seq.eq(IDLE)       # a stored packet vanished: choose again
+                m.d.sync += seq.eq(IDLE)       # a stored packet vanished, or a higher VC: choose again
 
     def start_round(self):
         """Round start: take the headers, start every output of the phase (or, online, every
