@@ -34,11 +34,18 @@ bits       field   meaning
                    (:data:`DEFAULT_PHASE`) is reserved for "all-unicast, route online"
 [31:16]    seq     sequence number (16 bits, wraps); on ACK/NACK: the acknowledged packet
 [39:32]    length  number of data flits after the header: 1..255 for DATA, 0 for ACK/NACK
-[47:40]    check   ``0x5A ^ byte0 ^ byte1 ^ byte2 ^ byte3 ^ byte4``
+[47:40]    check   ``0x5A ^ byte0 ^ byte1 ^ byte2 ^ byte3 ^ byte4 ^ byte6``
+[55:48]    port    default index only (*ours*): the other end of an online-routed unicast --
+                   the destination output port on a packet entering a switch, the source
+                   input port on the packet the switch sends on (so a receiver knows where
+                   its ACK/NACK goes); an ACK/NACK names the port it is for. 0 (reserved)
+                   on every other packet, so byte 6 leaves their check byte unchanged
 =========  ======  ============================================================================
 
 A header is *malformed* (:func:`header_errors`) when the magic, the check byte, the kind, the
-kind/VC pairing, the length or the reserved bits are wrong. The switch drops malformed packets
+kind/VC pairing, the length or the reserved bits are wrong. The port byte needs a header flit
+of at least :data:`ONLINE_HEADER_BITS` (56) bits: narrower links cannot carry online-routed
+packets (the switch then drops default-index packets, see docs/switch.md). The switch drops malformed packets
 (and packets whose framing disagrees with ``length``) and counts them; see docs/switch.md.
 
 Priority between data VCs is MP > PP > DP (:data:`PRIORITY`). The paper's sizes: data packet
@@ -51,7 +58,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 __all__ = [
-    "HEADER_BITS", "MAGIC", "DEFAULT_PHASE", "MAX_PHASE", "MAX_LENGTH", "SEQ_MOD",
+    "HEADER_BITS", "ONLINE_HEADER_BITS", "MAGIC", "DEFAULT_PHASE", "MAX_PHASE", "MAX_LENGTH", "SEQ_MOD",
     "VC_MP", "VC_DP", "VC_PP", "VC_CTRL", "DATA_VCS", "VC_NAMES", "PRIORITY",
     "KIND_DATA", "KIND_ACK", "KIND_NACK", "KIND_NAMES",
     "Header", "Packet", "PacketError", "check_byte", "encode_header", "decode_header",
@@ -60,6 +67,8 @@ __all__ = [
 ]
 
 HEADER_BITS = 48
+#: header-flit bits an online-routed (default-index) packet needs: the header + the port byte
+ONLINE_HEADER_BITS = 56
 MAGIC = 0xA
 DEFAULT_PHASE = 0xFF
 MAX_PHASE = 0xFE          # largest ordinary phase index
@@ -89,18 +98,21 @@ class Header:
     seq: int = 0
     length: int = 0
     kind: int = KIND_DATA
+    port: int = 0             # default index only: the other end (see the module docstring)
 
     @classmethod
-    def data(cls, vc, phase, seq, length):
-        return cls(vc=vc, phase=phase, seq=seq, length=length, kind=KIND_DATA)
+    def data(cls, vc, phase, seq, length, port=0):
+        return cls(vc=vc, phase=phase, seq=seq, length=length, kind=KIND_DATA, port=port)
 
     @classmethod
-    def control(cls, phase, seq, nack=False):
-        return cls(vc=VC_CTRL, phase=phase, seq=seq, length=0, kind=KIND_NACK if nack else KIND_ACK)
+    def control(cls, phase, seq, nack=False, port=0):
+        return cls(vc=VC_CTRL, phase=phase, seq=seq, length=0, kind=KIND_NACK if nack else KIND_ACK,
+                   port=port)
 
     def __str__(self):
         return (f"{KIND_NAMES.get(self.kind, self.kind)} vc={VC_NAMES.get(self.vc, self.vc)} "
-                f"phase={self.phase} seq={self.seq} len={self.length}")
+                f"phase={self.phase} seq={self.seq} len={self.length}"
+                + (f" port={self.port}" if self.phase == DEFAULT_PHASE else ""))
 
 
 @dataclass(frozen=True)
@@ -112,27 +124,32 @@ class Packet:
         return replace(self, data=tuple(data))
 
 
-def check_byte(low40: int) -> int:
-    c = _CHECK_SALT
+def check_byte(low40: int, port: int = 0) -> int:
+    c = _CHECK_SALT ^ (port & 0xFF)
     for k in range(5):
         c ^= (low40 >> (8 * k)) & 0xFF
     return c
 
 
 def encode_header(h: Header) -> int:
-    """Header -> 48-bit integer (no validity check beyond field widths)."""
+    """Header -> integer of 48 bits (56 with a port byte; no validity check beyond field
+    widths and the port byte being used on the default index only)."""
     for name, value, bits in (("vc", h.vc, 2), ("kind", h.kind, 2), ("phase", h.phase, 8),
-                              ("seq", h.seq, 16), ("length", h.length, 8)):
+                              ("seq", h.seq, 16), ("length", h.length, 8), ("port", h.port, 8)):
         if not isinstance(value, int) or not 0 <= value < (1 << bits):
             raise PacketError(f"header field {name}={value!r} does not fit in {bits} bits")
+    if h.port and h.phase != DEFAULT_PHASE:
+        raise PacketError(f"header field port={h.port} is for the default index "
+                          f"{DEFAULT_PHASE} only, not phase {h.phase}")
     low = MAGIC | (h.vc << 4) | (h.kind << 6) | (h.phase << 8) | (h.seq << 16) | (h.length << 32)
-    return low | (check_byte(low) << 40)
+    return low | (check_byte(low, h.port) << 40) | (h.port << HEADER_BITS)
 
 
 def decode_header(word: int) -> Header:
-    """48+-bit header flit -> Header (fields only; use :func:`header_errors` to validate)."""
+    """Header flit -> Header (fields only; use :func:`header_errors` to validate)."""
     return Header(vc=(word >> 4) & 3, kind=(word >> 6) & 3, phase=(word >> 8) & 0xFF,
-                  seq=(word >> 16) & 0xFFFF, length=(word >> 32) & 0xFF)
+                  seq=(word >> 16) & 0xFFFF, length=(word >> 32) & 0xFF,
+                  port=(word >> HEADER_BITS) & 0xFF)
 
 
 def header_errors(flit: int, max_length: int = MAX_LENGTH) -> list:
@@ -143,11 +160,11 @@ def header_errors(flit: int, max_length: int = MAX_LENGTH) -> list:
     errs = []
     if flit & 0xF != MAGIC:
         errs.append(f"magic {flit & 0xF:#x} != {MAGIC:#x}")
-    if (flit >> 40) & 0xFF != check_byte(flit & ((1 << 40) - 1)):
-        errs.append("check byte mismatch")
-    if flit >> HEADER_BITS:
-        errs.append("reserved header-flit bits set")
     h = decode_header(flit)
+    if flit >> ONLINE_HEADER_BITS or (h.port and h.phase != DEFAULT_PHASE):
+        errs.append("reserved header-flit bits set")
+    if (flit >> 40) & 0xFF != check_byte(flit & ((1 << 40) - 1), h.port):
+        errs.append("check byte mismatch")
     if h.kind == 3:
         errs.append("kind 3 is reserved")
     elif (h.kind == KIND_DATA) != (h.vc != VC_CTRL):
@@ -188,6 +205,9 @@ def pack(packet, flit_bits: int, check: bool = True) -> list:
         packet = Packet(packet[0], tuple(packet[1]))
     h = packet.header
     hw = encode_header(h)
+    if hw >> flit_bits:
+        raise PacketError(f"header {h} needs {ONLINE_HEADER_BITS}-bit flits (port byte), "
+                          f"not {flit_bits}")
     if check:
         errs = header_errors(hw)
         if errs:

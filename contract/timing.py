@@ -32,13 +32,18 @@ __all__ = ["SCHEMA_VERSION", "SCHEMA_CHANGES", "READ_VERSIONS", "KIND", "DEFAULT
            "validate_timing", "summarize", "write_timing", "default_timing_path", "FLOW_KINDS"]
 
 #: the schema this module writes
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: what each schema version changed; the reader reads every version listed here
 SCHEMA_CHANGES = {
     1: "the first schema: cells, fabrics, switch, summary",
     2: "adds the optional section area_at_width (area of the cells, the switch chiplets and the "
        "switch at the chiplets' real width, written by `fred characterize --area-lanes N`); "
        "a version 1 file reads the same, without that section",
+    3: "adds switch.cut_through_cycles (activation, first data flit and preemption measured from "
+       "the header of the last input packet) and summary.forwarding; a cut-through switch's "
+       "summary takes its switch figures from cut_through_cycles. A version 1 or 2 file is a "
+       "store-and-forward switch (latencies from the last input flit): it reads the same, and "
+       "the model keeps charging one packet's link time per switch hop for it",
 }
 READ_VERSIONS = tuple(SCHEMA_CHANGES)
 #: file kind marker
@@ -94,6 +99,12 @@ class TimingFile:
     def latency_cycles(self) -> float:
         """Switch traversal latency in cycles (the value the model uses)."""
         return float(self.summary["switch_latency_cycles"])
+
+    @property
+    def cut_through(self) -> bool:
+        """The measured switch forwards cut-through (schema 3 ``summary.forwarding``; older
+        files: store-and-forward)."""
+        return self.summary.get("forwarding") == "cut-through"
 
     @property
     def beats_per_cycle_per_port(self) -> float:
@@ -181,6 +192,10 @@ def _summary(summ, path) -> None:
         raise TimingFileError(f"timing file {path}: summary.switch_latency_cycles = {lat!r} is not "
                               f"fabric_latency_cycles + switch_overhead_cycles = {fab!r} + {over!r}; "
                               f"{_fix(path)}")
+    fwd = summ.get("forwarding", "store-and-forward")
+    if fwd not in ("cut-through", "store-and-forward"):
+        raise TimingFileError(f"timing file {path}: summary.forwarding = {fwd!r:.40} must be "
+                              f"cut-through or store-and-forward; {_fix(path)}")
     act, pre = got.get("activation_cycles"), got.get("preemption_cycles_max")
     if act is not None and pre is not None and act > pre:
         raise TimingFileError(f"timing file {path}: summary.activation_cycles = {act!r} exceeds "
@@ -327,7 +342,11 @@ def summarize(doc: dict) -> dict:
       chiplets and flow kinds (the rate an in-switch collective is capped at, x link bandwidth);
     * ``phase_switch_cycles``, ``preemption_cycles_max``, ``activation_cycles`` (an idle
       switch's activation of a new configuration, the part of a preemption every phase pays):
-      from measure_switch (None without).
+      from measure_switch (None without);
+    * ``forwarding``: ``"cut-through"`` when the measured switch says so (schema 3: the
+      overhead, preemption and activation then come from ``switch.cut_through_cycles``,
+      measured from the header of the last input packet), else ``"store-and-forward"``
+      (measured from the last input flit; the model adds one packet time per switch hop).
     """
     fabs = doc["fabrics"]
     lat = [v for f in fabs.values() for v in f["latency_cycles"].values() if v is not None]
@@ -336,12 +355,17 @@ def summarize(doc: dict) -> dict:
         raise ValueError("no fabric figures to summarize")
     sw = doc.get("switch") or {}
     overhead, phase, preempt, activation = 0, None, None, None
+    cut = sw.get("cut_through_cycles") if isinstance(sw.get("cut_through_cycles"), dict) else None
+    forwarding = "cut-through" if cut is not None else "store-and-forward"
+    src = cut if cut is not None else {"first_data": sw.get("first_data_cycles"),
+                                       "preemption": sw.get("preemption_cycles"),
+                                       "activation": sw.get("activation_cycles")}
     try:
-        overhead = max(0, int(sw["first_data_cycles"]["same_config"])
+        overhead = max(0, int(src["first_data"]["same_config"])
                        - int(sw["params"]["fabric_latency"]))
         phase = sw.get("phase_switch_cycles")
-        preempt = (sw.get("preemption_cycles") or {}).get("max")
-        activation = (sw.get("activation_cycles") or {}).get("new_config")
+        preempt = (src.get("preemption") or {}).get("max")
+        activation = (src.get("activation") or {}).get("new_config")
     except (KeyError, TypeError, ValueError):
         overhead = 0
     return {
@@ -353,9 +377,11 @@ def summarize(doc: dict) -> dict:
         "phase_switch_cycles": phase,
         "preemption_cycles_max": preempt,
         "activation_cycles": activation,
+        "forwarding": forwarding,
         "rule": "switch_latency_cycles = max chiplet fabric latency over chiplets and flow kinds "
-                "+ switch overhead (measure_switch first data flit minus its fabric latency); "
-                "beats_per_cycle_per_port = min over chiplets and flow kinds",
+                "+ switch overhead (measure_switch first data flit minus its fabric latency; "
+                "cut-through: from the header of the last input packet, else from its last "
+                "flit); beats_per_cycle_per_port = min over chiplets and flow kinds",
     }
 
 

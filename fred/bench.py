@@ -23,6 +23,7 @@ BENCHMARKS = {
     "bounds": "fred.benchmarks.bounds:main",
     "overlap": "fred.benchmarks.overlap:main",
     "switch": "fred.sim.measure_switch:main",
+    "switch-online": "fred.sim.measure_switch:main_online",
     "clock": "fred.benchmarks.clock:main",
     "verilog": "fred.benchmarks.verilog:main",
     "area-width": "fred.benchmarks.area_width:main",

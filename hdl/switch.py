@@ -65,22 +65,23 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from fred.contract.checks import check_int
-from fred.contract.packet import DEFAULT_PHASE, HEADER_BITS
+from fred.contract.packet import DEFAULT_PHASE, HEADER_BITS, ONLINE_HEADER_BITS
 
 from .dtypes import get_dtype
 from .hier import emit_modules, input_bits, instantiate, resolve_form
 from .fabric import MAX_MODULE_PORT_BITS, Fabric, config_bits
 from .params import check_lanes, rejecting
-
-#: deepest input buffer (flits) and longest configuration settle time (cycles) taken
-MAX_DEPTH = 4096
 from .routing import route
 from .structure import check_params
-from .switch_buffers import InputPort, link_layout
+from .switch_buffers import InputPort, header_bits, link_layout
 from .switch_control import (OutputPort, PhaseTable, TableLayout, TABLE_BUDGET_BYTES,
                              default_capacity)
 from .switch_ideal import IdealFabric, ideal_config_bits
+from .switch_online import check_online_middle
 from .switch_rounds import ControlUnit
+
+#: deepest input buffer (flits) and longest configuration settle time (cycles) taken
+MAX_DEPTH = 4096
 
 __all__ = ["Switch", "verilog_build", "FABRICS", "SWITCH_FAULTS",
            "PAPER_DATA_DEPTH", "PAPER_CTRL_DEPTH", "PAPER_MAX_LEN"]
@@ -92,7 +93,8 @@ PAPER_MAX_LEN = 8
 #: build-time faults (tests only: the switch and overlap benches must catch each):
 #: ``credit-twice`` (input port 0 returns its first data-VC credit twice), ``header-off-by-one``
 #: (output headers carry phase index + 1), ``prio-reversed`` (DP > PP > MP between rounds)
-SWITCH_FAULTS = (None, "credit-twice", "header-off-by-one", "prio-reversed")
+#: ``activate-early`` (a phase starts without waiting for input port 0's packet)
+SWITCH_FAULTS = (None, "credit-twice", "header-off-by-one", "prio-reversed", "activate-early")
 #: the fabrics a switch can be built with
 FABRICS = ("fred", "ideal")
 
@@ -112,18 +114,22 @@ class Switch(wiring.Component):
     fabric : ``"fred"`` (hdl/fabric.py, default) or ``"ideal"`` (:mod:`fred.hdl.switch_ideal`,
         int32 only)
     config_settle : cycles between loading a new fabric configuration and the first data
+    online : route default-index (255) packets online (docs/switch.md): ``None`` (default) =
+        when the switch can (``middle >= 3`` and flits of at least 56 bits for the header's port
+        byte), ``True`` = required (ValueError when it cannot), ``False`` = drop and count them
     """
 
     def __init__(self, ports: int, middle: int = 3, lanes: int = 4, dtype="fp16", *,
                  data_depth: int = PAPER_DATA_DEPTH, ctrl_depth: int = PAPER_CTRL_DEPTH,
                  max_len: int = PAPER_MAX_LEN, out_credits=None, table_entries=None,
                  table_bytes: int = TABLE_BUDGET_BYTES, fabric: str = "fred",
-                 config_settle: int = 1, counter_bits: int = 16, fault=None, _shared=None,
-                 _hier=False):
+                 config_settle: int = 1, counter_bits: int = 16, online=None, fault=None,
+                 _shared=None, _hier=False):
         with rejecting(self):
             ports, middle, lanes, data_depth, ctrl_depth, max_len, table_entries, config_settle, counter_bits = \
                 self._check(ports, middle, lanes, dtype, data_depth, ctrl_depth, max_len,
                             out_credits, table_entries, fabric, config_settle, counter_bits)
+            self.online = self._check_online(online, fabric)
             if fault not in SWITCH_FAULTS:
                 raise ValueError(f"unknown switch fault {fault!r}; known: "
                                  + ", ".join(f for f in SWITCH_FAULTS if f))
@@ -184,6 +190,7 @@ class Switch(wiring.Component):
         if self.flit_bits < HEADER_BITS:
             raise ValueError(f"flit of {lanes} x {self.dtype.name} = {self.flit_bits} bits is "
                              f"smaller than the {HEADER_BITS}-bit header; use more lanes")
+        self.hdr_bits = header_bits(self.flit_bits)
         if ctrl_depth < 1:
             raise ValueError(f"control buffer depth {ctrl_depth} must be at least 1 flit")
         if not 1 <= max_len <= 255 or max_len > data_depth - 1:
@@ -203,6 +210,21 @@ class Switch(wiring.Component):
         if fabric not in FABRICS:
             raise ValueError(f"fabric {fabric!r} must be one of {', '.join(FABRICS)}")
         return ports, middle, int(lanes), data_depth, ctrl_depth, max_len, table_entries, config_settle, counter_bits
+
+    def _check_online(self, online, fabric) -> bool:
+        """Whether the switch routes default-index packets online (see ``online``)."""
+        if online not in (None, True, False):
+            raise TypeError(f"online {online!r} must be None, True or False")
+        can = self.flit_bits >= ONLINE_HEADER_BITS and (fabric == "ideal" or self.middle >= 3)
+        if online is None:
+            return can
+        if online and self.flit_bits < ONLINE_HEADER_BITS:
+            raise ValueError(f"online routing needs flits of at least {ONLINE_HEADER_BITS} bits "
+                             f"(header + port byte), not {self.flit_bits}; use more lanes or "
+                             f"online=False")
+        if online and fabric != "ideal":
+            check_online_middle(self.middle)
+        return bool(online)
 
     # -- Python-side helpers -------------------------------------------------------------------
     def _make_fabric(self):
@@ -232,14 +254,15 @@ class Switch(wiring.Component):
                 "entry_bits": self.layout.entry_width, "table_bits": self.layout.bits,
                 "config_bits": self.config_width, "fabric": self.fabric_kind,
                 "fabric_latency": self.fabric_latency, "config_settle": self.config_settle,
-                "credit_bits": self.credit_bits}
+                "credit_bits": self.credit_bits, "online": self.online,
+                "forwarding": "cut-through"}
 
     # -- RTL -----------------------------------------------------------------------------------
     def elaborate(self, platform):
         m = Module()
         ports, fab, tab, outs = self._blocks(m)
         self._datapath(m, ports, fab, outs)
-        cu = ControlUnit(self, m, ports, fab, tab, outs)
+        cu = self.control = ControlUnit(self, m, ports, fab, tab, outs)
         cu.round_state()
         cu.scanner()
         cu.sequencer()
@@ -254,7 +277,8 @@ class Switch(wiring.Component):
                             + f"_n{self.max_len}") for p, ip in enumerate(self._ports)]
         m.submodules.fabric = fab = self.fabric
         m.submodules.table = tab = PhaseTable(self.layout, 4, self.counter_bits)
-        outs = [self._port(m, f"out{q}", OutputPort(self.flit_bits, self.out_credits, self.credit_bits),
+        outs = [self._port(m, f"out{q}", OutputPort(self.flit_bits, self.out_credits, self.credit_bits,
+                                                    hdr_bits=self.hdr_bits),
                            "out_c" + "_".join(map(str, self.out_credits)) + f"_b{self.credit_bits}")
                 for q in range(self.P)]
         wiring.connect(m, wiring.flipped(self.cfg), tab.cfg)

@@ -30,7 +30,7 @@ fits the paper's 1.5 KB budget (:func:`default_capacity`).
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -119,13 +119,17 @@ class TableLayout:
         return data.StructLayout({"index": 8, "valid": 1, "entry": self.entry_width})
 
 
-def make_header(vc, kind, phase, seq, length):
-    """48-bit header flit value (fields as Amaranth values; see packet.py)."""
+def make_header(vc, kind, phase, seq, length, port=None, bits=HEADER_BITS):
+    """Header flit value of ``bits`` (48, or 56 with the default index's port byte; fields as
+    Amaranth values; see packet.py)."""
     low = Cat(Const(MAGIC, 4), vc[:2], kind[:2], phase[:8], seq[:16], length[:8])
     check = Const(0x5A, 8)
     for k in range(5):
         check = check ^ low[8 * k:8 * k + 8]
-    return Cat(low, check)
+    if bits <= HEADER_BITS:
+        return Cat(low, check)
+    port = Const(0, 8) if port is None else Value.cast(port)[:8]
+    return Cat(low, check ^ port, port)
 
 
 class PhaseTable(wiring.Component):
@@ -198,8 +202,10 @@ class OutputPort(wiring.Component):
     arrives on ``fd``; a queued control packet the cycle after ``ctrl_push``.
     """
 
-    def __init__(self, flit_bits: int, init, credit_in_bits: int, ctrl_queue: int = 2):
+    def __init__(self, flit_bits: int, init, credit_in_bits: int, ctrl_queue: int = 2,
+                 hdr_bits: int = HEADER_BITS):
         self.flit_bits = flit_bits
+        self.hdr_bits = hdr_bits
         self.init = tuple(int(x) for x in init)
         self.cw = (max(self.init) + 2 * (1 << credit_in_bits)).bit_length() + 1
         self.ctrl_queue = ctrl_queue
@@ -207,16 +213,16 @@ class OutputPort(wiring.Component):
             "o": Out(stream.Signature(link_layout(flit_bits))),
             "credit_i": In(data.ArrayLayout(credit_in_bits, 4)),
             "fd": In(stream.Signature(flit_bits)),
-            "start": In(1), "start_hdr": In(HEADER_BITS), "start_len": In(8), "start_vc": In(2),
+            "start": In(1), "start_hdr": In(hdr_bits), "start_len": In(8), "start_vc": In(2),
             "idle": Out(1), "can_queue": Out(1),
             "credits": Out(data.ArrayLayout(self.cw, 4)),
             "avail": Out(data.ArrayLayout(self.cw, 4)),
-            "ctrl_push": In(1), "ctrl_word": In(HEADER_BITS), "ctrl_space": Out(1),
+            "ctrl_push": In(1), "ctrl_word": In(hdr_bits), "ctrl_space": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.cq = cq = fifo.SyncFIFO(width=HEADER_BITS, depth=self.ctrl_queue)
+        m.submodules.cq = cq = fifo.SyncFIFO(width=self.hdr_bits, depth=self.ctrl_queue)
         m.d.comb += [cq.w_en.eq(self.ctrl_push), cq.w_data.eq(self.ctrl_word),
                      self.ctrl_space.eq(cq.w_rdy)]
         cred = [Signal(self.cw, name=f"cred{v}", init=self.init[v]) for v in range(4)]
@@ -226,11 +232,11 @@ class OutputPort(wiring.Component):
         IDLE, HDR, DATA = 0, 1, 2
         state = Signal(2, init=IDLE)
         rem = Signal(8)
-        hdr = Signal(HEADER_BITS)
+        hdr = Signal(self.hdr_bits)
         vcr = Signal(2)
         lock = Signal(2)       # 0 none, 1 ctrl offered and waiting, 2 header offered and waiting
         p_valid = Signal()     # a queued next round (same phase, started while this one runs)
-        p_hdr = Signal(HEADER_BITS)
+        p_hdr = Signal(self.hdr_bits)
         p_len = Signal(8)
         p_vc = Signal(2)
         m.d.comb += [self.idle.eq((state == IDLE) & ~p_valid), self.can_queue.eq(~p_valid)]

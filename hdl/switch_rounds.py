@@ -14,6 +14,8 @@ in this order (the order in which they add signals and statements to the module)
 * :meth:`ControlUnit.start_round` -- a round takes the inputs' headers and starts every output
   of the phase with its header;
 * :meth:`ControlUnit.control_vc` -- ACK/NACK packets are forwarded towards the sources;
+* online rounds of default-index packets (:mod:`fred.hdl.switch_online_ctl`), when the switch
+  routes online, share the selection and the sequencer with the table's phases;
 * :meth:`ControlUnit.counters` -- error counters and per-VC peak buffer occupancy.
 
 The rules and the latencies are in the docstring of :mod:`fred.hdl.switch`.
@@ -23,11 +25,15 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Mux, Signal
 
-from fred.contract.packet import DATA_VCS, HEADER_BITS, PRIORITY, VC_CTRL
+from fred.contract.packet import DATA_VCS, DEFAULT_PHASE, PRIORITY, VC_CTRL
 
 from .switch_control import make_header
+from .switch_online_ctl import OnlineRounds, f_port
 
 __all__ = ["ControlUnit"]
+
+#: sequencer states
+IDLE, SETTLE, RUN, O_CFG, O_SET = 0, 1, 2, 3, 4
 
 
 # header fields (fred.contract.packet): phase, sequence number, length
@@ -63,6 +69,8 @@ class ControlUnit:
             m.d.comb += [ports[p].take.eq(Cat(*self.take[p])),
                          ports[p].discard.eq(Cat(*self.discard[p]))]
         self.n_disc = []       # packets dropped by the control unit this cycle (terms)
+        self.hdr_bits = switch.hdr_bits
+        self.on = OnlineRounds(self) if switch.online else None
 
     # -- fields --------------------------------------------------------------------------------
     def hv(self, p, v):
@@ -72,6 +80,10 @@ class ControlUnit:
     def hw(self, p, v):
         """Head (header) word of VC ``v`` at input port ``p``."""
         return self.ports[p].head_word[v]
+
+    def hd(self, p, v):
+        """The whole head packet of VC ``v`` at input port ``p`` has arrived."""
+        return self.ports[p].head_done[v]
 
     def e_vc(self, e):
         return e[0:2]
@@ -133,19 +145,26 @@ class ControlUnit:
             self._latched_readiness(v)
             self._age(v, paused)
             self._latch(v, phi, ent, scan & eok & present & len_eq, paused)
-        go = self.go
+        self.go_any = [Signal(name=f"go_any{v}") for v in range(3)]
+        if self.on is not None:
+            self.on.candidates()
+        for v in DATA_VCS:
+            m.d.comb += self.go_any[v].eq(self.go[v] | (self.on.go[v] if self.on else 0))
+        go = self.go_any
         m.d.comb += self.sw.ready_vcs.eq(Cat(go[0], go[1], go[2], Const(0, 1)))
 
     def _scan_candidate(self, v):
         """The head at the scanned port: its table entry, and whether its phase is usable,
-        present at every input of the phase and of one length there (else it is dropped)."""
+        present at every input of the phase and of one length there (else it is dropped, once
+        the packets have arrived whole; a default-index head is left to the online rounds)."""
         m, P, sp, tab = self.m, self.P, self.sp, self.tab
-        hv, hw, e_in = self.hv, self.hw, self.e_in
+        hv, hw, hd, e_in = self.hv, self.hw, self.hd, self.e_in
         cand_hv = Signal(name=f"cand_hv{v}")
-        cand_w = Signal(HEADER_BITS, name=f"cand_w{v}")
+        cand_hd = Signal(name=f"cand_hd{v}")
+        cand_w = Signal(self.hdr_bits, name=f"cand_w{v}")
         for p in range(P):
             with m.If(sp == p):
-                m.d.comb += [cand_hv.eq(hv(p, v)), cand_w.eq(hw(p, v))]
+                m.d.comb += [cand_hv.eq(hv(p, v)), cand_hd.eq(hd(p, v)), cand_w.eq(hw(p, v))]
         phi = f_phase(cand_w)
         m.d.comb += tab.r_addr[v].eq(phi)
         ent = tab.r_entry[v]
@@ -154,15 +173,19 @@ class ControlUnit:
         m.d.comb += eok.eq(hit & (self.e_vc(ent) == v) & e_in(ent).bit_select(sp, 1))
         present = Const(1)
         len_eq = Const(1)
+        all_done = Const(1)
         for p in range(P):
             here = hv(p, v) & (f_phase(hw(p, v)) == phi)
             present = present & (~e_in(ent)[p] | here)
             len_eq = len_eq & (~e_in(ent)[p] | (f_len(hw(p, v)) == f_len(cand_w)))
+            all_done = all_done & (~e_in(ent)[p] | hd(p, v))
         scan = Signal(name=f"scan{v}")
         m.d.comb += scan.eq(cand_hv)
+        online = self.on.dest_ok(cand_w) if self.on is not None else Const(0)
         bad = Signal(name=f"bad{v}")
         mism = Signal(name=f"mism{v}")
-        m.d.comb += [bad.eq(scan & ~eok), mism.eq(scan & eok & present & ~len_eq)]
+        m.d.comb += [bad.eq(scan & ~eok & ~online & cand_hd),
+                     mism.eq(scan & eok & present & ~len_eq & all_done)]
         for p in range(P):
             with m.If(bad & (sp == p)):
                 m.d.comb += self.discard[p][v].eq(1)
@@ -186,6 +209,8 @@ class ControlUnit:
         for p in range(P):
             here = hv(p, v) & (f_phase(hw(p, v)) == self.lat_phase[v]) & \
                 (f_len(hw(p, v)) == lat_len[v])
+            if self.sw.fault == "activate-early" and p == 0:   # mutant: port 0 not waited for
+                here = Const(1)
             ready = ready & (~self.e_in(le)[p] | here)
             credok = credok & (~self.e_out(le)[p] | (self.outs[p].avail[v] >= lat_len[v] + 1))
         m.d.comb += [self.rdy[v].eq(self.lat_valid[v] & ready), self.go[v].eq(self.rdy[v] & credok)]
@@ -236,7 +261,7 @@ class ControlUnit:
     def _select(self):
         """The ready VC to start (strict priority) and its latched phase, entry and length."""
         m = self.m
-        go, pending, age, lat_valid = self.go, self.pending, self.age, self.lat_valid
+        go, pending, age, lat_valid = self.go_any, self.pending, self.age, self.lat_valid
         sel_vc = Signal(2)
         sel_any = Signal()
         # strict priority: VC v may start if it is ready and no higher VC is ready or may still
@@ -251,11 +276,16 @@ class ControlUnit:
         sel_entry = Signal(self.L.entry_width)
         sel_phase = Signal(8)
         sel_len = Signal(8)
+        sel_online = Signal()      # the chosen VC runs an online round (not its table phase)
+        # a VC with both a ready table phase and online packets alternates between them
+        self.prefer_on = Signal(3, name="prefer_online")
         for v in DATA_VCS:
             with m.If(sel_vc == v):
                 m.d.comb += [sel_entry.eq(self.lat_entry[v]), sel_phase.eq(self.lat_phase[v]),
                              sel_len.eq(self.lat_len[v])]
-        self.sel_vc, self.sel_any = sel_vc, sel_any
+                if self.on is not None:
+                    m.d.comb += sel_online.eq(self.on.go[v] & (~self.go[v] | self.prefer_on[v]))
+        self.sel_vc, self.sel_any, self.sel_online = sel_vc, sel_any, sel_online
         self.sel_entry, self.sel_phase, self.sel_len = sel_entry, sel_phase, sel_len
 
     def _hdr_phase(self):
@@ -264,14 +294,21 @@ class ControlUnit:
             return (self.sel_phase + 1)[:8]
         return self.sel_phase
 
+    def _prefer(self, vc, online):
+        """After a round of VC ``vc`` starts: its next tie goes to the other kind of round."""
+        for v in DATA_VCS:
+            with self.m.If(vc == v):
+                self.m.d.sync += self.prefer_on[v].eq(int(not online))
+
     def sequencer(self):
-        """IDLE -> (SETTLE: load a new configuration) -> RUN: rounds of one phase."""
+        """IDLE -> (SETTLE: load a new configuration) -> RUN: rounds of one phase; online:
+        IDLE -> O_CFG (route the stored pairs) -> O_SET (settle, start) -> RUN."""
         self._select()
         m, P, ports, outs = self.m, self.P, self.ports, self.outs
         sel_any, sel_vc, sel_phase = self.sel_any, self.sel_vc, self.sel_phase
         busy, act_vc, act_phase = self.busy, self.act_vc, self.act_phase
         cfg_loaded, cfg_phase = self.cfg_loaded, self.cfg_phase
-        settle = Signal(range(self.sw.config_settle + 2))
+        self.settle = settle = Signal(range(self.sw.config_settle + 2))
         all_idle = Const(1)
         feeders_done = Const(1)
         can_queue = Const(1)
@@ -279,12 +316,15 @@ class ControlUnit:
             all_idle = all_idle & ~ports[p].busy & outs[p].idle
             feeders_done = feeders_done & ~ports[p].busy
             can_queue = can_queue & outs[p].can_queue
-        start = Signal()
-        m.d.comb += self.sw.round_start.eq(start)
-        self.start = start
-        IDLE, SETTLE, RUN = 0, 1, 2
-        seq = Signal(2, name="seq_state")
+        start = Signal()           # a table phase's round starts
+        on_start = Signal()        # an online round starts
+        m.d.comb += self.sw.round_start.eq(start | on_start)
+        self.start, self.on_start = start, on_start
+        self.on_pipe = Signal()    # the online round starting now is a pipelined one
+        self.seq = seq = Signal(3, name="seq_state")
         with m.Switch(seq):
+            if self.on is not None:
+                self._online_states()
             with m.Case(SETTLE):
                 with m.If(settle == 0):
                     m.d.sync += seq.eq(IDLE)
@@ -293,66 +333,132 @@ class ControlUnit:
             with m.Case(RUN):
                 # the same phase continues: start its next round as soon as the inputs have
                 # fed this one (outputs queue it behind the current packet; same configuration)
-                with m.If(sel_any & (sel_vc == act_vc) & (sel_phase == act_phase) & cfg_loaded
-                          & (cfg_phase == sel_phase) & feeders_done & can_queue):
+                with m.If(sel_any & ~self.sel_online & (sel_vc == act_vc) & (sel_phase == act_phase)
+                          & cfg_loaded & (cfg_phase == sel_phase) & feeders_done & can_queue):
                     m.d.comb += start.eq(1)
+                    self._prefer(sel_vc, False)
+                if self.on is not None:
+                    # the next online round, if the loaded configuration routes it already
+                    with m.Elif(sel_any & self.sel_online & (sel_vc == act_vc)
+                                & (act_phase == DEFAULT_PHASE) & self.on.subset()
+                                & feeders_done & can_queue):
+                        m.d.comb += [on_start.eq(1), self.on_pipe.eq(1)]
+                        self._prefer(sel_vc, True)
                 with m.Elif(all_idle):
                     m.d.sync += busy.eq(0)
                     m.d.sync += seq.eq(IDLE)
             with m.Default():                      # IDLE
-                with m.If(sel_any):
+                with m.If(sel_any & self.sel_online):
+                    self.on.latch(sel_vc)
+                    m.d.sync += seq.eq(O_CFG)
+                with m.Elif(sel_any):
                     with m.If(cfg_loaded & (cfg_phase == sel_phase)):
                         m.d.comb += start.eq(1)
                         m.d.sync += [busy.eq(1), act_vc.eq(sel_vc), act_phase.eq(sel_phase)]
                         m.d.sync += seq.eq(RUN)
+                        self._prefer(sel_vc, False)
                     with m.Else():
                         m.d.sync += [self.cfg_reg.eq(self.e_cfg(self.sel_entry)),
                                      cfg_phase.eq(sel_phase), cfg_loaded.eq(1),
                                      settle.eq(self.sw.config_settle)]
                         m.d.sync += seq.eq(SETTLE)
 
+    def _online_states(self):
+        """O_CFG: load the online configuration; O_SET: settle, then start if every stored
+        packet is still there and the selection still picks this VC's online round (else
+        choose again)."""
+        m, on, seq, settle = self.m, self.on, self.seq, self.settle
+        with m.Case(O_CFG):
+            m.d.sync += [self.cfg_reg.eq(on.router.config), self.cfg_loaded.eq(0),
+                         settle.eq(self.sw.config_settle), seq.eq(O_SET)]
+        with m.Case(O_SET):
+            with m.If(settle != 0):
+                m.d.sync += settle.eq(settle - 1)
+            with m.Elif(on.still_there() & self.sel_any & self.sel_online & (self.sel_vc == on.l_vc)):
+                # (still the choice: a higher VC that became ready meanwhile goes first)
+                m.d.comb += self.on_start.eq(1)
+                m.d.sync += [self.busy.eq(1), self.act_vc.eq(on.l_vc),
+                             self.act_phase.eq(DEFAULT_PHASE), seq.eq(RUN)]
+                self._prefer(on.l_vc, True)
+            with m.Else():
+                m.d.sync += seq.eq(IDLE)       # a stored packet vanished, or a higher VC: choose again
+
     def start_round(self):
-        """Round start: take the headers, start every output of the phase."""
+        """Round start: take the headers, start every output of the phase (or, online, every
+        output of the stored pairs with its source's header)."""
         m, P, outs = self.m, self.P, self.outs
         start, sel_vc, sel_entry = self.start, self.sel_vc, self.sel_entry
+        on = self.on
+        if on is not None:
+            r_sel, r_dst, r_len = on.r_pairs = on.round_pairs(self.on_pipe)
         for p in range(P):
             with m.If(start & self.e_in(sel_entry)[p]):
                 for v in DATA_VCS:
                     with m.If(sel_vc == v):
                         m.d.comb += self.take[p][v].eq(1)
+            if on is not None:
+                with m.If(self.on_start & r_sel[p]):
+                    for v in DATA_VCS:
+                        with m.If(on.l_vc == v):
+                            m.d.comb += self.take[p][v].eq(1)
+        on_outs = on.outputs(r_sel, r_dst) if on is not None else None
         for q in range(P):
             src_seq = Signal(16, name=f"src_seq{q}")
             fmask = self.e_flow(sel_entry, q)
+            vc = sel_vc if on is None else Mux(self.on_start, on.l_vc, sel_vc)
+            length = self.sel_len
+            port = Const(0, 8)
+            if on is not None:
+                used, src = on_outs[q]
+                fmask = Mux(self.on_start, src, fmask)
+                o_len = Signal(8, name=f"on_len{q}")
+                o_port = Signal(8, name=f"on_port{q}")
+                for p in range(P):
+                    with m.If(src[p]):
+                        m.d.comb += [o_len.eq(r_len[p]), o_port.eq(p)]
+                length = Mux(self.on_start, o_len, length)
+                port = Mux(self.on_start, o_port, 0)
             for p in reversed(range(P)):
                 with m.If(fmask[p]):
                     for v in DATA_VCS:
-                        with m.If(sel_vc == v):
+                        with m.If(vc == v):
                             m.d.comb += src_seq.eq(f_seq(self.hw(p, v)))
+            go = start & self.e_out(sel_entry)[q]
+            phase = self._hdr_phase()
+            if on is not None:
+                go = go | (self.on_start & on_outs[q][0])
+                phase = Mux(self.on_start, DEFAULT_PHASE, phase)
             m.d.comb += [
-                outs[q].start.eq(start & self.e_out(sel_entry)[q]),
-                outs[q].start_hdr.eq(make_header(sel_vc, Const(0, 2), self._hdr_phase(), src_seq,
-                                                 self.sel_len)),
-                outs[q].start_len.eq(self.sel_len),
-                outs[q].start_vc.eq(sel_vc),
+                outs[q].start.eq(go),
+                outs[q].start_hdr.eq(make_header(vc, Const(0, 2), phase, src_seq, length, port,
+                                                 self.hdr_bits)),
+                outs[q].start_len.eq(length),
+                outs[q].start_vc.eq(vc),
             ]
 
     def control_vc(self):
         """ACK/NACK towards the sources: a packet for phase f arriving at q goes to every input
-        of f's flow that has q as an output, between packets, with CTRL credits."""
+        of f's flow that has q as an output, between packets, with CTRL credits; online (phase
+        255) it goes to the port its port byte names."""
         m, P, outs, tab = self.m, self.P, self.outs, self.tab
         cp = Signal(range(P))
         c_hv = Signal()
-        c_w = Signal(HEADER_BITS)
+        c_w = Signal(self.hdr_bits)
         for p in range(P):
             with m.If(cp == p):
                 m.d.comb += [c_hv.eq(self.hv(p, VC_CTRL)), c_w.eq(self.hw(p, VC_CTRL))]
         m.d.comb += tab.r_addr[3].eq(f_phase(c_w))
         cent = tab.r_entry[3]
-        c_ok = tab.r_hit[3] & self.e_out(cent).bit_select(cp, 1)
+        c_ok = Signal()
         targets = Signal(P)
+        m.d.comb += c_ok.eq(tab.r_hit[3] & self.e_out(cent).bit_select(cp, 1))
         for p in range(P):
             with m.If(cp == p):
                 m.d.comb += targets.eq(self.e_flow(cent, p))
+        if self.on is not None:
+            with m.If(f_phase(c_w) == DEFAULT_PHASE):
+                m.d.comb += [c_ok.eq(self.on.dest_ok(c_w)),
+                             targets.eq((Const(1, P) << f_port(c_w)[:max(1, (P - 1).bit_length())])[:P])]
         space_ok = Const(1)
         for t in range(P):
             space_ok = space_ok & (~targets[t] | outs[t].ctrl_space)

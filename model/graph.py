@@ -39,9 +39,10 @@ class Topology:
         # payload share of every link's bandwidth (packet headers and ACKs take the rest);
         # the wafer fabrics set it from the packet format (fred.model.packets), generic ones 1
         self.link_efficiency = 1.0
-        # bytes a switch takes in before it forwards a packet: the FRED switch RTL commits a
-        # whole packet into its input buffer first (docs/switch.md), so each switch hop adds that
-        # packet's time on the incoming link; 0 = cut-through (generic topologies)
+        # bytes a switch takes in before it forwards a packet: a store-and-forward switch (timing
+        # files before schema 3) commits a whole packet first, so each switch hop adds that
+        # packet's time on the incoming link; 0 = cut-through (the FRED switch RTL, generic
+        # topologies)
         self.store_forward_bytes = 0.0
         self.multicast = multicast
         self.in_network_reduction = in_network_reduction

@@ -60,6 +60,10 @@ class SwitchTiming:
     #: the same on an idle switch with a new configuration (measured): the part of a preemption
     #: that every phase pays anyway; a preempting flow pays the rest (:attr:`preemption_delay_s`)
     activation_cycles: float = 0.0
+    #: the switch forwards a packet once its head has arrived (virtual cut-through: the RTL
+    #: since issue 14); False = store-and-forward, each switch hop then adds one packet's time
+    #: on its incoming link (``Topology.store_forward_bytes``)
+    cut_through: bool = False
 
     def __post_init__(self):
         if not self.latency_cycles >= 0:
@@ -129,4 +133,5 @@ def switch_timing(tf: TimingFile | None = None, clock_hz: float | None = None):
                                phase_switch_cycles=float(tf.summary.get("phase_switch_cycles") or 0),
                                preemption_cycles=float(tf.summary.get("preemption_cycles_max") or 0),
                                activation_cycles=_activation_cycles(tf),
+                               cut_through=tf.cut_through,
                                source=f"timing file {tf.describe()}")

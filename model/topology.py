@@ -119,7 +119,9 @@ def build_fabric(name: str, params: WaferParams | None = None) -> Topology:
     topo.meta["variant"] = v
     topo.meta["params"] = p
     topo.link_efficiency = p.link_efficiency
-    topo.store_forward_bytes = p.packet_wire_bytes
+    # a store-and-forward switch takes a whole packet in before forwarding it; a cut-through one
+    # (the RTL's, timing files of schema 3) forwards once the head is in: no extra term
+    topo.store_forward_bytes = 0.0 if p.switch.cut_through else p.packet_wire_bytes
     return topo
 
 

@@ -29,7 +29,7 @@ from fred.hdl.modes import mode_str
 from .formal_cells import GROUPS, CellHarness
 from .formal_run import Result, check
 from .formal_fabric import FabricHarness
-from .formal_switch import SWITCH_GROUPS, InputPortHarness
+from .formal_switch import ActivationHarness, InputPortHarness
 
 __all__ = ["Job", "jobs", "run_job", "table", "main"]
 
@@ -43,6 +43,12 @@ SWITCH_PORT = {"flit_bits": 48, "depths": (3, 3, 3, 1), "max_len": 2}
 #: BMC depth of the switch input port (cycles from reset): 10 cycles fill and drain a 3-flit
 #: buffer more than twice (about 5 minutes of CPU with Yices)
 SWITCH_BMC_DEPTH = 10
+#: the whole switch whose phase activation is proved: 3 ports (the scanner, an odd port count),
+#: the ideal fabric (2 int32 lanes: 64-bit flits, online routing on), VC buffers 3/3/3/1 flits,
+#: packets of at most 2 data flits, 2 table entries
+SWITCH_ACTIVATION = {"ports": 3, "depths": (3, 3, 3, 1), "max_len": 2, "entries": 2}
+#: its induction depth (the property holds in every state the logic can be in, so k = 2)
+SWITCH_ACTIVATION_K = 2
 
 
 @dataclass(frozen=True)
@@ -77,10 +83,14 @@ def cell_job(kind, dtype, lanes, mode, group, fault=None) -> Job:
 
 def switch_jobs() -> list:
     """The switch input port (smallest buffers): bounded model checking to
-    :data:`SWITCH_BMC_DEPTH` (its induction step fails, see docs/formal.md)."""
+    :data:`SWITCH_BMC_DEPTH` (its induction step fails, see docs/formal.md); the whole switch's
+    phase activation (:data:`SWITCH_ACTIVATION`) by k-induction."""
     design = "switch InputPort " + "/".join(map(str, SWITCH_PORT["depths"]))
-    return [Job(design, g, f"switch_inport_{g}", partial(InputPortHarness, group=g, **SWITCH_PORT),
-                "bmc", SWITCH_BMC_DEPTH) for g in SWITCH_GROUPS]
+    a = SWITCH_ACTIVATION
+    return [Job(design, "credits", "switch_inport_credits",
+                partial(InputPortHarness, group="credits", **SWITCH_PORT), "bmc", SWITCH_BMC_DEPTH),
+            Job(f"switch P={a['ports']} ideal int32 x2", "activation", "switch_activation",
+                partial(ActivationHarness, **a), "prove", SWITCH_ACTIVATION_K)]
 
 
 #: the fabric checked (FRED_2(4), int32 x 1) and its flow sets

@@ -1,5 +1,7 @@
-"""Formal harness of one switch input port (:class:`fred.hdl.switch_buffers.InputPort`): its four
-VC buffers and the credits it returns, for SymbiYosys.
+"""Formal harnesses of the switch, for SymbiYosys: one input port
+(:class:`fred.hdl.switch_buffers.InputPort`) with its four VC buffers and the credits it returns
+(group ``credits``), and the whole switch's phase activation (group ``activation``,
+:class:`ActivationHarness`).
 
 :class:`InputPortHarness` puts the port between two free environments:
 
@@ -32,15 +34,16 @@ from __future__ import annotations
 from amaranth.asserts import AnySeq
 from types import SimpleNamespace
 
-from amaranth.hdl import Assert, Assume, Cat, Elaboratable, Module, Mux, Signal
+from amaranth.hdl import Assert, Assume, Cat, Const, Elaboratable, Module, Mux, Signal
 from amaranth.lib import data
 
+from fred.contract.packet import DATA_VCS, DEFAULT_PHASE, HEADER_BITS
 from fred.hdl.switch import Switch
 from fred.hdl.switch_buffers import InputPort
 
-__all__ = ["InputPortHarness", "SWITCH_GROUPS"]
+__all__ = ["InputPortHarness", "ActivationHarness", "SWITCH_GROUPS"]
 
-SWITCH_GROUPS = ("credits",)
+SWITCH_GROUPS = ("credits", "activation")
 
 
 class InputPortHarness(Elaboratable):
@@ -53,9 +56,9 @@ class InputPortHarness(Elaboratable):
             self._MustUse__silence = True
             raise ValueError(f"unknown input-port fault {fault!r}; known: credit-twice")
         self.fault = fault
-        if group not in SWITCH_GROUPS:
+        if group != "credits":
             self._MustUse__silence = True
-            raise ValueError(f"unknown property group {group!r}; known: {', '.join(SWITCH_GROUPS)}")
+            raise ValueError(f"unknown property group {group!r}; known: credits")
         self.depths, self.group = tuple(depths), group
         self.port = InputPort(flit_bits, depths, max_len)
 
@@ -118,5 +121,83 @@ class InputPortHarness(Elaboratable):
         for v in range(4):
             m.d.comb += [
                 Assume(~take[v] | (port.head_valid[v] & ~port.busy)),
-                Assume(~discard[v] | (port.head_valid[v] & ~take[v])),
+                Assume(~discard[v] | (port.head_valid[v] & port.head_done[v] & ~take[v])),
             ]
+
+
+class ActivationHarness(Elaboratable):
+    """The whole switch (``ports`` ports, ideal fabric of 2 int32 lanes = 64-bit flits, so online
+    routing is on; VC buffers ``depths``, packets of at most ``max_len`` data flits, ``entries``
+    table entries) with every input free: links (any flits, any framing, credits ignored),
+    configuration writes, returned credits and output ``ready``. Asserts, every cycle:
+
+    * a table phase's round starts only when every input port of the phase (in the entry the
+      round uses) holds a head of that phase and length on the phase's VC;
+    * an online round starts only when every input it takes holds a default-index head naming
+      the output the round sends it to, with the length the output sends, no two inputs to one
+      output;
+    * the switch takes a data packet from an input only in a cycle a round starts.
+
+    The property is over the current cycle only (plus one helper invariant on the stored
+    online pairs), so k-induction proves it at small k.
+    """
+
+    def __init__(self, ports=2, depths=(3, 3, 3, 1), max_len=2, entries=2, *, fault=None):
+        self.sw = Switch(ports, 3, 2, "int32", data_depth=depths[0], ctrl_depth=depths[3],
+                         max_len=max_len, table_entries=entries, fabric="ideal", counter_bits=4,
+                         fault=fault)
+        self.P = ports
+
+    def elaborate(self, platform):
+        m = Module()
+        sw, P = self.sw, self.P
+        m.submodules.switch = sw.elaborate(platform)
+        for p in range(P):
+            m.d.comb += [sw.i[p].valid.eq(AnySeq(1)),
+                         sw.i[p].payload.as_value().eq(AnySeq(len(sw.i[p].payload.as_value()))),
+                         sw.o[p].ready.eq(AnySeq(1)),
+                         sw.credit_i[p].as_value().eq(AnySeq(len(sw.credit_i[p].as_value())))]
+        m.d.comb += [sw.cfg.valid.eq(AnySeq(1)),
+                     sw.cfg.payload.as_value().eq(AnySeq(len(sw.cfg.payload.as_value())))]
+        cu = sw.control
+        self._table_rounds(m, cu)
+        self._online_rounds(m, cu)
+        for p in range(P):
+            for v in DATA_VCS:
+                m.d.comb += Assert(~cu.take[p][v] | sw.round_start,
+                                   f"input {p} VC {v}: taken only when a round starts")
+        return m
+
+    def _table_rounds(self, m, cu):
+        ports = self.sw._ports
+        for p in range(self.P):
+            with m.If(cu.start & cu.e_in(cu.sel_entry)[p]):
+                here = Const(0)
+                for v in DATA_VCS:
+                    w = ports[p].head_word[v]
+                    here = here | ((cu.sel_vc == v) & ports[p].head_valid[v]
+                                   & (w[8:16] == cu.sel_phase) & (w[32:40] == cu.sel_len))
+                m.d.comb += Assert(here, f"table round: input {p} holds its packet")
+
+    def _online_rounds(self, m, cu):
+        on, ports = cu.on, self.sw._ports
+        sel, dst, length = on.r_pairs
+        for p in range(self.P):
+            with m.If(cu.on_start & sel[p]):
+                here = Const(0)
+                for v in DATA_VCS:
+                    w = ports[p].head_word[v]
+                    here = here | ((on.l_vc == v) & ports[p].head_valid[v]
+                                   & (w[8:16] == DEFAULT_PHASE)
+                                   & (w[HEADER_BITS:HEADER_BITS + 8] == dst[p])
+                                   & (w[32:40] == length[p]))
+                m.d.comb += Assert(here, f"online round: input {p} holds its packet")
+                for q in range(p + 1, self.P):
+                    m.d.comb += Assert(~sel[q] | (dst[q] != dst[p]),
+                                       f"online round: inputs {p} and {q} to one output")
+        # helper invariant (asserted, so proved too): the stored pairs never send two inputs to
+        # one output -- the induction step needs it, as the stored round is checked at its start
+        for p in range(self.P):
+            for q in range(p + 1, self.P):
+                m.d.comb += Assert(~(on.l_sel[p] & on.l_sel[q]) | (on.l_dst[p] != on.l_dst[q]),
+                                   f"stored online pairs: inputs {p} and {q} to one output")

@@ -8,17 +8,21 @@ measurement scenario (``switch_measure`` in sim/tb_switch.py) and the random str
 =============================  =================================================================
 key                            meaning (all times in switch clock cycles)
 =============================  =================================================================
-``schema``                     ``"fred-switch-timing/1"``
+``schema``                     ``"fred-switch-timing/2"`` (2: adds ``cut_through_cycles``)
 ``params``                     switch parameters (ports, middle, lanes, dtype, depths in flits,
                                max_len = the data flits of *every* measured packet,
                                fabric, fabric_latency, config_settle, ...)
 ``activation_cycles``          idle switch: last input flit of a round accepted -> its header
                                leaves the output; ``{"new_config", "same_config"}`` (the
                                latter: worst of ``activation_samples`` samples; the scanner
-                               position varies).
-                               Packets are committed when complete, so a packet's own
-                               serialization (1 + L flit times) comes on top, once.
+                               position varies). The switch forwards cut-through, so this
+                               can be negative (the header leaves before the last flit is in)
 ``first_data_cycles``          same, to the first *data* flit (adds the fabric latency)
+``cut_through_cycles``         the same figures from the *header* of the last input packet
+                               (the switch starts a round once every header is in):
+                               ``{"activation": {...}, "first_data": {...}, "preemption":
+                               {"min", "max", "mean", "samples"}}``; what the timing file's
+                               summary uses (schema 3, ``forwarding: cut-through``)
 ``phase_switch_cycles``        headline: last flit of one round leaves -> header of the next
                                round leaves, next round already buffered, *different phase of
                                the same VC* (new configuration). 1 would be back-to-back.
@@ -35,7 +39,10 @@ key                            meaning (all times in switch clock cycles)
 =============================  =================================================================
 
 The system model uses ``phase_switch_cycles`` where phases follow each other and
-``preemption_cycles["max"]`` where a higher-priority phase interrupts a lower one.
+``cut_through_cycles["preemption"]["max"]`` where a higher-priority phase interrupts a lower one.
+
+:func:`measure_online` measures online routing (default index 255) against a precompiled phase
+doing the same permutation (sim/tb_switch_online.py).
 """
 
 from __future__ import annotations
@@ -50,10 +57,10 @@ from fred.hdl.fabric import emit_with_shared
 from fred.hdl.flows import Flow
 from fred.hdl.switch import Switch
 
-__all__ = ["measure_switch", "data_depth_for", "check_params",
+__all__ = ["measure_switch", "measure_online", "data_depth_for", "check_params",
            "activation_samples_for", "SCHEMA"]
 
-SCHEMA = "fred-switch-timing/1"
+SCHEMA = "fred-switch-timing/2"
 
 #: measure_switch emits the fabric as shared cell modules from this many ports up
 SHARED_FROM_PORTS = 8
@@ -209,3 +216,57 @@ def main():
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def measure_online(ports=4, middle=3, lanes=2, dtype="int32", fabric="fred", seed=1, packets=24,
+                   length=4, shared=None) -> dict:
+    """Throughput of online routing (sim/tb_switch_online.py): a random permutation (from
+    ``seed``) as a precompiled table phase and as default-index packets, and default-index
+    all-to-all; every input sends ``packets`` packets of ``length`` data flits back to back.
+    Returns ``{"params", "perm", "packets", "length", "table", "online", "online-a2a",
+    "runtime_s"}``, each run's figures as the bench writes them."""
+    import random
+
+    from fred.sim.toolchain import run_bench
+
+    depth = check_params(ports, length)
+    if not isinstance(packets, int) or isinstance(packets, bool) or not 1 <= packets <= 10_000:
+        raise ValueError(f"packets {packets!r} must be 1..10000 per port")
+    if shared is None:
+        shared = ports >= SHARED_FROM_PORTS
+    t0 = time.monotonic()
+    verilog, sw = _build(ports, middle, lanes, dtype, fabric, depth=depth, ctrl_depth=2,
+                         max_len=length, shared=shared)
+    if not sw.online:
+        raise ValueError(f"this switch does not route online (middle {middle}, "
+                         f"{sw.flit_bits}-bit flits)")
+    perm = list(range(ports))
+    random.Random(seed).shuffle(perm)
+    phases = {0: (pk.VC_DP, [Flow({p}, {perm[p]}) for p in range(ports)])}
+    out = {"params": sw.describe(), "perm": perm, "packets": packets, "length": length}
+    tag = f"switch-p{ports}-{dtype}-{sw.fabric_kind}"
+    with tempfile.TemporaryDirectory() as tmp:
+        for mode in ("table", "online", "online-a2a"):
+            path = Path(tmp) / f"{mode}.json"
+            cfg = dict(_base_config(sw, phases), out=str(path), mode=mode, perm=perm,
+                       packets=packets, length=length, rx_credits=[200, 200, 200, 8],
+                       credit_burst=8, max_cycles=400_000)
+            run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.tb_switch_online",
+                      tag=tag, config=cfg, seed=seed, testcase="switch_throughput")
+            out[mode] = json.loads(path.read_text())
+    out["runtime_s"] = round(time.monotonic() - t0, 1)
+    return out
+
+
+def main_online():
+    """Benchmark entry (``python -m fred.bench switch-online``): online routing vs a table phase."""
+    r = measure_online()
+    p = r["params"]
+    print(f"FRED_{p['middle']}({p['ports']}) switch, {p['lanes']} x {p['dtype']} lanes, "
+          f"{r['packets']} packets of 1 + {r['length']} flits per input, permutation {r['perm']}")
+    for mode in ("table", "online", "online-a2a"):
+        x = r[mode]
+        print(f"  {mode:11} {x['cycles']:6} cycles  {x['flits_per_cycle_per_port']:.3f} flits/cycle/port"
+              f"  ({x['payload_per_cycle_per_port']:.3f} data)  {x['rounds']} rounds")
+    print(f"  {'runtime_s':11} {r['runtime_s']}")
+    return 0

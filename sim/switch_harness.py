@@ -22,6 +22,7 @@ import cocotb
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
 from fred.contract import packet as pk
+from fred.sim.golden_switch import stream_key
 from fred.sim.streams import PauseGenerator, StreamDriver, StreamMonitor
 
 __all__ = ["Bench", "RANK"]
@@ -181,8 +182,9 @@ class Bench:
 
     # -- per-packet scoreboard -------------------------------------------------------------------
     def expect(self, data: dict, ctrl: dict):
-        """Check every packet as it is delivered: ``data`` maps (output, phase) to the expected
-        packets in order, ``ctrl`` output -> Counter of encoded control headers."""
+        """Check every packet as it is delivered: ``data`` maps each stream
+        (:func:`fred.sim.golden_switch.stream_key`) to the expected packets in order, ``ctrl``
+        output -> Counter of encoded control headers."""
         self._exp = ({k: deque(v) for k, v in data.items()},
                      {q: Counter(c) for q, c in ctrl.items()})
 
@@ -198,10 +200,10 @@ class Bench:
             else:
                 ctrl[q][key] -= 1
             return
-        queue = data.get((q, h.phase))
+        queue = data.get(stream_key(q, h))
         if not queue:
-            self.packet_errors.append(f"{where}: unexpected data packet {h} (no packet of phase "
-                                      f"{h.phase} is due at this output)")
+            self.packet_errors.append(f"{where}: unexpected data packet {h} (no packet of this "
+                                      f"phase or online stream is due at this output)")
             return
         want = queue.popleft()
         if want.header != h:

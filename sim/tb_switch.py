@@ -3,7 +3,10 @@
 Configuration (``bench_config()``): the switch parameters (``ports``, ``middle``, ``lanes``,
 ``dtype``, ``fabric``, ``depths``, ``max_len``, ``table_entries``), the phase table
 (``phases``, see :func:`fred.sim.golden_switch.phases_to_json`), and the scenario knobs:
-``rounds``, ``ctrl_rate``, ``bad_rate``, ``unknown_phase``, ``skew`` (max start delay per input),
+``rounds``, ``ctrl_rate``, ``bad_rate``, ``unknown_phase``, ``online_rate`` (default-index
+packets mixed in, :func:`fred.sim.golden_switch.make_traffic`), ``online_pattern`` (``perm`` or
+``a2a``: default-index traffic only, ``rounds`` permutations or all-to-all exchanges),
+``skew`` (max start delay per input),
 ``idle`` (source idle probability), ``stall`` (sink back-pressure probability), ``rx_credits``
 (receiver buffer per VC), ``credit_burst`` (credits returned per VC per cycle at most,
 default 2), ``credit_delay`` (max cycles before a credit returns), ``starve``
@@ -37,7 +40,8 @@ from cocotb.triggers import RisingEdge
 
 from fred.contract import packet as pk
 from fred.sim import coverage
-from fred.sim.golden_switch import Offered, SwitchModel, make_traffic, phases_from_json
+from fred.sim.golden_switch import (Offered, SwitchModel, make_online_traffic, make_traffic,
+                                    phases_from_json, stream_key)
 from fred.sim.streams import start, watchdog
 from fred.sim.switch_harness import RANK, Bench
 from fred.sim.toolchain import bench_config
@@ -59,10 +63,15 @@ async def _run(dut, mode):
     await b.load_table(cfg["cfg_words"] + bad_cfg)
     assert int(dut.cfg_rejects.value) == len(bad_cfg), \
         f"cfg_rejects {int(dut.cfg_rejects.value)} != {len(bad_cfg)} bad configuration writes"
-    offered = make_traffic(b.P, phases, rng, rounds=cfg["rounds"], flit_bits=b.flit_bits,
-                           max_len=cfg["max_len"], ctrl_rate=cfg.get("ctrl_rate", 0.0),
-                           bad_rate=cfg.get("bad_rate", 0.0),
-                           unknown_phase=cfg.get("unknown_phase"))
+    if cfg.get("online_pattern"):
+        offered = make_online_traffic(b.P, rng, pattern=cfg["online_pattern"], rounds=cfg["rounds"],
+                                      flit_bits=b.flit_bits, max_len=cfg["max_len"])
+    else:
+        offered = make_traffic(b.P, phases, rng, rounds=cfg["rounds"], flit_bits=b.flit_bits,
+                               max_len=cfg["max_len"], ctrl_rate=cfg.get("ctrl_rate", 0.0),
+                               bad_rate=cfg.get("bad_rate", 0.0),
+                               unknown_phase=cfg.get("unknown_phase"),
+                               online_rate=cfg.get("online_rate", 0.0))
     exp = model.expected(offered)
     b.expect(exp.data, exp.ctrl)
     cocotb.start_soon(b.watch_rounds())
@@ -123,11 +132,11 @@ def _check_outputs(dut, b, exp, want):
             if h.vc == pk.VC_CTRL:
                 got_ctrl[q][pk.encode_header(h)] += 1
             else:
-                got_data[(q, h.phase)].append(packet)
-                got_times[(q, h.phase)].append((t0, t_end))
+                got_data[stream_key(q, h)].append(packet)
+                got_times[stream_key(q, h)].append((t0, t_end))
     for key in sorted(set(exp.data) | set(got_data)):
         e, g = exp.data.get(key, []), got_data.get(key, [])
-        assert len(e) == len(g), f"output {key[0]} phase {key[1]}: {len(g)} packets, expected {len(e)}"
+        assert len(e) == len(g), f"output {key[0]} stream {key[1]}: {len(g)} packets, expected {len(e)}"
         for k, (pe, pg) in enumerate(zip(e, g)):
             assert pe.header == pg.header, f"output {key[0]} phase {key[1]} packet {k}: header {pg.header} != {pe.header}"
             for j, (fe, fg) in enumerate(zip(pe.data, pg.data)):
@@ -208,6 +217,12 @@ class _Measurement:
         """Queue words at port p once credits allow; return the index of its last beat."""
         return await self.b.send_credited(p, words) + len(words)
 
+    async def send_at(self, p, words):
+        """Queue words at port p once credits allow; return (first beat index + 1, last beat
+        index + 1) for :meth:`sent_at`."""
+        first = await self.b.send_credited(p, words)
+        return first + 1, first + len(words)
+
     async def sent_at(self, p, end):
         drv = self.b.drivers[p]
         while len(drv.sent) < end:
@@ -215,11 +230,14 @@ class _Measurement:
         return drv.sent[end - 1][0]
 
     async def round_of(self, phase, vc, ports, n):
-        ends = {p: await self.send(p, self.packet(p, phase, vc, n)) for p in ports}
-        return ends
+        """One packet per port; ``{p: (header beat, last beat)}`` (indices + 1)."""
+        return {p: await self.send_at(p, self.packet(p, phase, vc, n)) for p in ports}
 
     async def done(self, ends):
-        return max([await self.sent_at(p, e) for p, e in ends.items()])
+        """Cycles the round's last header and last flit were accepted (the latest over ports)."""
+        heads = [await self.sent_at(p, h) for p, (h, _) in ends.items()]
+        lasts = [await self.sent_at(p, e) for p, (_, e) in ends.items()]
+        return max(heads), max(lasts)
 
     def packets(self, q):
         return [(t_end, t0, x) for t_end, t0, x in self.b.output_packets(q, True)
@@ -239,19 +257,25 @@ class _Measurement:
         """1. activation on an idle switch: new configuration, then the same one again
         (same_config: the worst of several samples -- the scanner position varies)."""
         b, L, packets = self.b, self.L, self.packets
-        act, first = {}, {}
+        act, first, c_act, c_first = {}, {}, {}, {}
+
+        def worst(d, k, v):
+            d[k] = max(d.get(k, v), v)
         for name in ("new_config",) + ("same_config",) * self.cfg.get("activation_samples", 6):
             n0 = len(packets(0))
             ends = await self.round_of(0, pk.VC_DP, self.A_ports, L)
-            t_in = await self.done(ends)
+            t_head, t_in = await self.done(ends)
             await self.wait_packets(0, n0 + 1)
             t_end, t0, _ = packets(0)[n0]
             beats = [c for c, _ in b.monitors[0].beats if c > t0]
-            act[name] = max(act.get(name, 0), t0 - t_in)
-            first[name] = max(first.get(name, 0), beats[0] - t_in)
+            worst(act, name, t0 - t_in)
+            worst(first, name, beats[0] - t_in)
+            worst(c_act, name, t0 - t_head)
+            worst(c_first, name, beats[0] - t_head)
             await self.quiet(20 + self.rng.randrange(b.P))
         res["activation_cycles"] = act
         res["first_data_cycles"] = first
+        res["cut_through_cycles"] = {"activation": c_act, "first_data": c_first}
 
     async def phase_switch(self, res):
         """2. successive rounds, the second already buffered when the first ends."""
@@ -311,20 +335,25 @@ class _Measurement:
         for p in self.A_ports:
             cocotb.start_soon(dp_feeder(p))
         await self.quiet(60)
-        samples = []
+        samples, c_samples = [], []
         for k in range(n_pre):
             await self.quiet(self.rng.randint(1, 3 * (L + 2)))
-            ends = {p: await send(p, packet(p, 3, pk.VC_MP, 1)) for p in B_ports}
-            t_ready = max([await self.sent_at(p, e) for p, e in ends.items()])
+            ends = {p: await self.send_at(p, packet(p, 3, pk.VC_MP, 1)) for p in B_ports}
+            t_head, t_ready = await self.done(ends)
             while mp_count() < n_mp0 + k + 1:
                 await RisingEdge(self.dut.clk)
             t_hdr = [x for x in packets(B_ports[0]) if x[2].header.vc == pk.VC_MP][n_mp0 + k][1]
             samples.append(t_hdr - t_ready)
+            c_samples.append(t_hdr - t_head)
         stop["dp"] = True
-        res["preemption_cycles"] = {"min": min(samples), "max": max(samples),
-                                    "mean": round(sum(samples) / len(samples), 2),
-                                    "samples": len(samples)}
+        res["preemption_cycles"] = _stats(samples)
+        res["cut_through_cycles"]["preemption"] = _stats(c_samples)
         await self.quiet(100)
+
+
+def _stats(samples):
+    return {"min": min(samples), "max": max(samples), "mean": round(sum(samples) / len(samples), 2),
+            "samples": len(samples)}
 
 
 async def measure_in_bench(dut):

@@ -9,8 +9,13 @@ import pytest
 from fred.hdl.modes import RDMode, RMode
 from fred.sim import formal
 from fred.sim.formal_cells import CellHarness, cell_flows
-from fred.sim.formal_switch import InputPortHarness
+from fred.sim.formal_switch import ActivationHarness, InputPortHarness
 from fred.sim.formal_run import check
+
+
+#: cycles the activate-early mutant needs to start a phase without input 0's packet (a table
+#: write, a header at another input, the scanner's latch, the start)
+ACTIVATE_EARLY_DEPTH = 10
 
 
 def test_routing_proved_on_rd_cell(tmp_path):
@@ -52,3 +57,22 @@ def test_credit_twice_fault_fails_the_switch_port_check(tmp_path):
     r = check(InputPortHarness(fault="credit-twice"), tmp_path, "inport_credit_twice",
               mode="bmc", depth=6)
     assert r.status == "failed", r.describe()
+
+
+def test_switch_phase_activation_proved(tmp_path):
+    """The whole switch (3 ports, ideal fabric, online routing on): a table or online round
+    starts only when every input it takes holds its packet's head -- proved by induction."""
+    a = formal.SWITCH_ACTIVATION
+    r = check(ActivationHarness(**a), tmp_path, "switch_activation", mode="prove",
+              depth=formal.SWITCH_ACTIVATION_K)
+    assert r.status == "proved", r.describe()
+
+
+def test_activate_early_fault_fails_the_activation_check(tmp_path):
+    """``Switch(fault="activate-early")`` (a phase starts without waiting for input port 0's
+    packet): the activation property fails by bounded model checking."""
+    a = formal.SWITCH_ACTIVATION
+    r = check(ActivationHarness(**a, fault="activate-early"), tmp_path, "switch_activation_fault",
+              mode="bmc", depth=ACTIVATE_EARLY_DEPTH)
+    assert r.status == "failed", r.describe()
+    assert r.trace

@@ -69,38 +69,48 @@ def simulate(dut, tb, ticks_limit=None):
     sim.run()
 
 
-def test_vc_buffer_commit_abort_skip():
+def test_vc_buffer_cut_through_abort_skip():
+    """Flits are readable at once (cut-through); the open packet can be aborted; closed packets
+    are skipped whole; ``r_closed`` / ``open_left`` tell the port what it may drop."""
     from fred.hdl.switch_buffers import VCBuffer
     dut = VCBuffer(16, 6)
     log = {}
 
     async def tb(ctx):
         async def step(**kw):
-            for k in ("w_en", "w_commit", "w_abort", "r_pop", "skip_en"):
+            for k in ("w_en", "w_close", "w_abort", "r_pop", "skip_en"):
                 ctx.set(getattr(dut, k), kw.get(k, 0))
             ctx.set(dut.w_data, kw.get("d", 0))
             ctx.set(dut.skip_n, kw.get("n", 0))
-            freed = ctx.get(dut.freed)
+            freed, left = ctx.get(dut.freed), ctx.get(dut.open_left)
             await ctx.tick()
-            return freed
+            return freed if "want_left" not in kw else left
         await step(w_en=1, d=1)
         await step(w_en=1, d=2)
-        assert ctx.get(dut.r_avail) == 0 and ctx.get(dut.level) == 2   # not committed yet
-        await step(w_en=1, d=3, w_commit=1)
-        assert ctx.get(dut.r_avail) == 3 and ctx.get(dut.r_data) == 1
+        assert ctx.get(dut.r_avail) == 2 and ctx.get(dut.r_data) == 1   # readable before closed
+        assert ctx.get(dut.r_closed) == 0
+        await step(w_en=1, d=3, w_close=1)
+        assert ctx.get(dut.r_avail) == 3 and ctx.get(dut.r_closed) == 1
         await step(w_en=1, d=4)
         await step(w_en=1, d=5)
-        assert await step(w_abort=1) == 2                               # 2 uncommitted dropped
+        assert await step(w_abort=1) == 2                               # the open packet goes
         assert ctx.get(dut.level) == 3 and ctx.get(dut.r_avail) == 3
         assert await step(r_pop=1) == 1
         assert ctx.get(dut.r_data) == 2
         for d in (6, 7, 8):
-            await step(w_en=1, d=d, w_commit=int(d == 8))
+            await step(w_en=1, d=d, w_close=int(d == 8))
         assert ctx.get(dut.level) == 5
-        await step(w_en=1, d=9, w_commit=1)
+        await step(w_en=1, d=9, w_close=1)
         assert ctx.get(dut.w_space) == 0                               # full (6)
         assert await step(skip_en=1, n=4) == 4                          # wraps around
         assert ctx.get(dut.r_data) == 8 and ctx.get(dut.r_avail) == 2
+        await step(r_pop=1)
+        await step(r_pop=1)
+        await step(w_en=1, d=10)                                        # open, at the head
+        await step(w_en=1, d=11)
+        assert ctx.get(dut.r_closed) == 0 and ctx.get(dut.r_data) == 10
+        assert await step(r_pop=1, want_left=1) == 1                     # 2 held, 1 read now
+        assert await step(w_close=1) == 0 and ctx.get(dut.r_closed) == 1
         log["ok"] = True
 
     simulate(dut, tb)
@@ -139,14 +149,17 @@ def test_input_port_checks_and_credits():
     got = {}
 
     async def script(ctx, cycle):
-        for w in bad_check + too_long + early:
+        for w in bad_check + too_long:
             await cycle(w)
         assert ctx.get(dut.head_valid) == 0
-        for w in good:
+        for w in early:                     # visible at its header, gone at its early last
             await cycle(w)
-            assert ctx.get(dut.head_valid) == 0 or w == good[-1]
+            assert ctx.get(dut.head_valid) == (1 << pk.VC_PP if w == early[0] else 0)
+        for k, w in enumerate(good):        # cut-through: visible the cycle after its header
+            await cycle(w)
+            assert ctx.get(dut.head_valid) == 1 << pk.VC_PP
+            assert ctx.get(dut.head_done) == (1 << pk.VC_PP if w == good[-1] else 0), k
         await cycle()
-        assert ctx.get(dut.head_valid) == 1 << pk.VC_PP
         assert ctx.get(dut.level[pk.VC_PP]) == 4
         h = pk.decode_header(ctx.get(dut.head_word[pk.VC_PP]))
         assert (h.phase, h.seq, h.length) == (2, 7, 3)
@@ -167,14 +180,30 @@ def test_input_port_checks_and_credits():
         await cycle(discard=1 << pk.VC_MP)
         await cycle()
         assert ctx.get(dut.level[pk.VC_MP]) == 0 and ctx.get(dut.peak[pk.VC_MP]) == 8
+        # cut-through: taken after its header, streamed as it arrives, truncated by an early
+        # last -> completed with zero flits (it cannot be recalled)
+        p4 = pk.pack(pk.Packet(pk.Header.data(pk.VC_DP, 1, 0, 4), (21, 22, 23, 24)), FB)
+        short = p4[:3]
+        short[-1] |= 1 << FB
+        await cycle(short[0])
+        v, _ = await cycle(short[1], take=1 << pk.VC_DP, d_ready=1)
+        out = []
+        for w in short[2:] + [None] * 6:
+            v, d = await cycle(w, d_ready=1)
+            if v:
+                out.append(d)
+        got["trunc"] = out
+        assert ctx.get(dut.busy) == 0 and ctx.get(dut.level[pk.VC_DP]) == 0
 
     tb, rec = _port_tb(dut, script)
     simulate(dut, tb)
     assert got["data"] == [11, 12, 13]
-    assert rec["err"] == 4                                 # bad check, too long, early last, overflow
+    assert got["trunc"] == [21, 0, 0, 0]                   # the early-last flit is dropped too
+    assert rec["err"] == 5        # bad check, too long, early last, overflow, truncated
     # every flit that entered was returned as a credit, on its VC
     assert rec["credits"][pk.VC_PP] == len(bad_check + too_long + early + good)
     assert rec["credits"][pk.VC_MP] == 10
+    assert rec["credits"][pk.VC_DP] == 3
 
 
 def test_phase_table_rejects_and_reads():
@@ -359,7 +388,7 @@ def test_switch_phases_priority_nack_and_errors():
     pp = {p: [_mk(rng, pk.VC_PP, 2, 30 + p, 4)] for p in (0, 1, 2)}
     nack = pk.Packet(pk.Header.control(2, 99, nack=True))       # from output 1 of phase 2
     unknown = _mk(rng, pk.VC_DP, 5, 0, 2)                         # phase 5 not loaded
-    default = _mk(rng, pk.VC_MP, pk.DEFAULT_PHASE, 0, 1)
+    default = pk.Packet(pk.Header.data(pk.VC_MP, pk.DEFAULT_PHASE, 0, 1, port=9), (5,))  # no port 9
     wrong_port = _mk(rng, pk.VC_DP, 0, 0, 2)                      # port 3 is not in phase 0
     bad = pk.pack(_mk(rng, pk.VC_PP, 2, 0, 2), FB)
     bad[0] ^= 1 << 45

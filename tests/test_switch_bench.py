@@ -89,6 +89,31 @@ def test_switch_random_p5():
     run("switch_random", 3, P=5, rounds=10)
 
 
+# -- online routing of the default index (issue 14): against the golden model ----------------------
+def test_switch_online_permutations_p4():
+    """Random permutations of default-index packets, routed online through FRED_3(4)."""
+    run("switch_random", 6, P=4, online_pattern="perm", rounds=8, bad_rate=0.0, ctrl_rate=0.0)
+
+
+def test_switch_online_all_to_all_p5():
+    """All-to-all default-index traffic on FRED_3(5) (odd: the demux/mux port too)."""
+    run("switch_random", 7, P=5, online_pattern="a2a", rounds=2, bad_rate=0.0, ctrl_rate=0.0)
+
+
+def test_switch_online_mixed_p5():
+    """Online packets and ACK/NACKs mixed into the random table-phase traffic, bad packets too."""
+    run("switch_random", 8, P=5, rounds=10, online_rate=0.5)
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("seed", range(40, 44))
+@pytest.mark.parametrize("P", [4, 5])
+def test_switch_online_soak(P, seed):
+    run("switch_random", seed, P=P, rounds=40, online_rate=0.5, max_cycles=400_000, bound=20_000)
+    run("switch_random", seed, P=P, online_pattern="a2a" if seed % 2 else "perm", rounds=12,
+        bad_rate=0.0, ctrl_rate=0.0, max_cycles=400_000, bound=20_000)
+
+
 @pytest.mark.regress
 @pytest.mark.parametrize("seed", [4, 5])
 def test_switch_random_p5_fp16(seed):
