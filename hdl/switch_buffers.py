@@ -201,11 +201,12 @@ class InputPort(wiring.Component):
         self.pad = Signal()            # the streamed packet was truncated: zeros after pad_left
         self.pad_left = Signal(range(max(self.depths) + 1))
 
-    def _receive(self, m, bufs):  # long: one parser state machine with its three error paths
+    def _receive(self, m, bufs):
         """Write side: parse the link, check each header and framing, write packets into their
         VC's buffer (readable at once), drop bad ones (abort if not taken, else truncate).
         Returns ``(drop, drop_vc)``: a flit dropped this cycle, whose credit goes back on
         ``drop_vc``."""
+        # long: one parser state machine with its three error paths
         flit = self.i.payload.data
         last = self.i.payload.last
         fire = self.i.valid

@@ -466,7 +466,7 @@ def test_switch_parameter_errors():
         Switch(1, 3, 2, "int32", fabric="ideal")
     with pytest.raises(ValueError, match="fabric"):
         Switch(4, 3, 2, "int32", fabric="mesh")
-    with pytest.raises(ValueError, match="table capacity"):
+    with pytest.raises(ValueError, match="table_entries 300"):
         Switch(4, 3, 2, "int32", fabric="ideal", table_entries=300)
 
 
