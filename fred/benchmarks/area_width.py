@@ -26,7 +26,7 @@ import time
 from fred.contract.outputs import write_atomic
 from fred.sim.area_width import width_area
 
-__all__ = ["main", "table", "runs", "compare_timing_file", "KEYS"]
+__all__ = ["main", "table", "runs", "publish", "compare_timing_file", "KEYS"]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "README.md"
@@ -99,12 +99,13 @@ def compare_timing_file(path, sections) -> str:
     return f"timing file {path}: area_at_width at {sec['lanes']} lanes matches this run ({len(mine['designs'])} designs)"
 
 
-def main(argv=None) -> int:
-    t0 = time.perf_counter()
-    sections = runs(progress=lambda what: print(f"  [{time.perf_counter() - t0:6.0f} s] {what}", flush=True))
+def publish(sections, timing_file=None) -> str:
+    """Print the table of ``sections`` and the timing-file check, rewrite the README block;
+    return the table."""
     text = table(sections)
     print(text)
-    print(compare_timing_file(os.environ.get("FRED_TIMING_FILE", ROOT / "build" / "fred-timing.json"), sections))
+    print(compare_timing_file(timing_file or os.environ.get("FRED_TIMING_FILE", ROOT / "build" / "fred-timing.json"),
+                              sections))
     if DOC.is_file():
         doc = DOC.read_text()
         if BEGIN in doc and END in doc:
@@ -112,6 +113,12 @@ def main(argv=None) -> int:
             _, tail = rest.split(END, 1)
             write_atomic(DOC, head + BEGIN + "\n" + text + "\n" + END + tail)
             print(f"(rewrote the {BEGIN} block of {os.path.relpath(DOC, ROOT)})")
+    return text
+
+
+def main(argv=None) -> int:
+    t0 = time.perf_counter()
+    publish(runs(progress=lambda what: print(f"  [{time.perf_counter() - t0:6.0f} s] {what}", flush=True)))
     return 0
 
 
