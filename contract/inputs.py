@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import stat
 
-__all__ = ["MAX_INPUT_BYTES", "input_problem", "read_input", "decode_text"]
+__all__ = ["MAX_INPUT_BYTES", "input_problem", "read_input", "decode_text", "display_name"]
 
 #: largest input file read (the largest real inputs are traces of a few MB)
 MAX_INPUT_BYTES = 64 * 2**20
@@ -80,3 +80,10 @@ def decode_text(data: bytes, name: str) -> str:
         line = data[:exc.start].count(b"\n") + 1
         raise ValueError(f"{name}: line {line}: not UTF-8 text (byte {exc.start})") from None
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def display_name(path) -> str:
+    """``path`` as text for a one-line message: as is when printable, else quoted with escapes
+    (a newline in a file name must not cut the message)."""
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else str(path)
+    return text if text.isprintable() else repr(text)

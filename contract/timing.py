@@ -24,7 +24,7 @@ from pathlib import Path
 
 from fred import FredError
 
-from .inputs import decode_text, input_problem, read_input
+from .inputs import decode_text, display_name, input_problem, read_input
 from .outputs import write_atomic
 from .rounding import rounded
 
@@ -306,7 +306,7 @@ def load_timing(path=None) -> TimingFile:
                                   f"{_fix(name)}") from None
         embedded = True
     else:
-        name = str(path)
+        name = display_name(path)
         problem = input_problem(path, MAX_TIMING_BYTES)
         if problem == "is a folder, not a file":
             problem = "is a directory"

@@ -295,7 +295,7 @@ def parse_trace(text: str, *, name="<trace>", header=None) -> Trace:
                 given_count = _int(hl[1].strip(), _Where(f"{w.name}: header given by the caller"), 2, "layer count")
         if has_header:
             raise w.err(first_i, "kind", f"the file has its own header ({' '.join(first)[:60]}); "
-                        "a header given by the caller is only for files without one")
+                        "a header given by the caller (--trace-header) is only for files without one")
         body = lines
         count, count_line = given_count, "header given by the caller"
     else:
@@ -341,8 +341,10 @@ def load_trace(path, header=None) -> Trace:
     ``"HYBRID_TRANSFORMER model_parallel_NPU_group: 4"``, ...), optionally followed by a second
     line with the layer count; or a :class:`TraceHeader`. See :func:`trace_header`."""
     problem = input_problem(path)
-    if problem in ("no such file", "is a folder, not a file"):
-        raise FredError(f"trace file {str(path)!r} " + ("does not exist" if problem == "no such file" else "is a directory"))
+    if problem == "no such file":
+        raise FredError(f"trace file {str(path)!r} does not exist")
+    if problem == "is a folder, not a file":
+        raise FredError(f"trace file {str(path)!r} is a directory")
     try:
         text = decode_text(read_input(path, "trace file"), str(path))
     except ValueError as exc:

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from fred.contract.checks import check_number
+from fred.contract.checks import check_int, check_number
 
 from . import engine
 from .collective_algorithms import build_plan, canonical_op, io_tree_order
@@ -33,10 +33,27 @@ from .topology import resolve
 __all__ = ["expand", "collective_time", "CollectiveResult", "io_tree_load", "io_rate_bound"]
 
 
+#: most pieces per stream (as `fred collective --chunks`: each piece is a flow per step)
+MAX_CHUNKS = 1024
+
+
+def _check_call(algorithm, chunks, root) -> None:
+    """The types (and the chunk range) of collective_time's options, before any work."""
+    if algorithm is not None and not isinstance(algorithm, str):
+        raise TypeError(f"algorithm must be a name or None, not {type(algorithm).__name__} {algorithm!r}")
+    if chunks is not None and not (isinstance(chunks, str) and chunks == "plan"):
+        check_int("chunks", chunks, 1, MAX_CHUNKS)
+    if root is not None:
+        check_int("root", root, 0)
+
+
 def _normalize_groups(topo, group):
     """A list of groups (each a list of NPU ids) from a group or a list of groups."""
     if isinstance(group, (str, bytes)):
-        group = parse_group(group, topo.npus)
+        group = parse_group(group if isinstance(group, str) else group.decode("utf-8", "replace"), topo.npus)
+    if isinstance(group, (bool, int, float, complex, np.number)) or not hasattr(group, "__iter__"):
+        raise TypeError(f"group must be NPU ids (a list, or text such as '0-3') or a list of groups, "
+                        f"not {type(group).__name__} {group!r}")
     group = list(group)
     if not group:
         raise ValueError("empty group")
@@ -189,7 +206,11 @@ def collective_time(fabric, op, group=None, nbytes=2**30, *, algorithm=None, chu
     check_number("nbytes", nbytes, 0, low_open=True)
     topo = resolve(fabric, params)
     op = canonical_op(op)
+    _check_call(algorithm, chunks, root)
     groups = _normalize_groups(topo, list(range(topo.npus)) if group is None else group)
+    if not op.startswith("io-") and any(len(g) < 2 for g in groups):
+        g = next(g for g in groups if len(g) < 2)
+        raise ValueError(f"group {g} has one NPU: {op} needs at least 2")
     graph = TaskGraph(topo, timing)
     t = expand(graph, op, groups, nbytes, algorithm=algorithm, chunks=chunks, root=root, io=io)
     algs = list(graph.last_algorithms)

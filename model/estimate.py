@@ -88,6 +88,12 @@ def _microbatches_for(w, abc, microbatches):
     return 1
 
 
+#: the ranges of estimate()'s figures (as the CLI's: each microbatch and step is simulated)
+MAX_MICROBATCHES = 1024
+MAX_SAMPLES = 1e6
+MAX_STEPS = 256
+
+
 def estimate(workload, fabric, strategy=None, *, params=None, npu=None, microbatches=None,
              samples_per_replica=None, mode=None, granularity=DEFAULT_GRANULARITY,
              stream_steps=DEFAULT_STREAM_STEPS, memory=DEFAULT_POLICY) -> Estimate:
@@ -97,11 +103,13 @@ def estimate(workload, fabric, strategy=None, *, params=None, npu=None, microbat
     that fits). A configuration that fits under no allowed policy raises :class:`~fred.FredError`.
     A wrong type raises ``TypeError``, a value out of range ``ValueError`` (fred.contract.checks)."""
     if microbatches is not None:
-        check_int("microbatches", microbatches, 1)
+        check_int("microbatches", microbatches, 1, MAX_MICROBATCHES)
     if samples_per_replica is not None:
-        check_number("samples_per_replica", samples_per_replica, 0, low_open=True)
-    check_int("granularity", granularity, 1)
-    check_int("stream_steps", stream_steps, 1)
+        check_number("samples_per_replica", samples_per_replica, 0, MAX_SAMPLES, low_open=True)
+    check_int("granularity", granularity, 1, MAX_STEPS)
+    check_int("stream_steps", stream_steps, 1, MAX_STEPS)
+    if mode is not None and not isinstance(mode, str):
+        raise TypeError(f"mode must be weight-stationary or weight-streaming, not {type(mode).__name__} {mode!r}")
     w = load_workload(workload)
     if mode:
         w = w.with_mode(mode)

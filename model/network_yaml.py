@@ -206,12 +206,12 @@ def parse_network_yaml(text: str, where: str = "<string>") -> NetworkSpec:
     try:
         data = yaml.load(text, Loader=_Loader)
     except RecursionError:
-        raise ValueError(f"malformed YAML in {where}: nested too deeply") from None
+        raise ValueError(f"malformed YAML in network file {where}: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ValueError(f"malformed YAML in {where}{at}: {problem}") from None
+        raise ValueError(f"malformed YAML in network file {where}{at}: {problem}") from None
     if not isinstance(data, dict):
         raise ValueError(f"malformed network file {where}: expected a mapping with keys topology, npus_count, "
                          f"bandwidth, latency; got {type(data).__name__}")

@@ -41,7 +41,7 @@ from pathlib import Path
 import yaml
 
 from fred import FredError
-from fred.contract.inputs import decode_text, input_problem, read_input
+from fred.contract.inputs import decode_text, display_name, input_problem, read_input
 
 from .network_yaml import NumberLoader
 from .parallel_groups import parse_strategy
@@ -283,16 +283,19 @@ def load_workload(name) -> Workload:
     if isinstance(name, Workload):
         return name
     path = _find(str(name))
+    where = display_name(path)
     try:
-        raw = yaml.load(decode_text(read_input(path, "workload file", MAX_FILE_BYTES), f"workload {path}"),
-                        Loader=NumberLoader)  # 17.2e9 is a number (YAML 1.2), as in network files
+        text = decode_text(read_input(path, "workload file", MAX_FILE_BYTES), f"workload {where}")
+        raw = yaml.load(text, Loader=NumberLoader)  # 17.2e9 is a number (YAML 1.2), as in network files
     except yaml.YAMLError as exc:
-        raise FredError(f"workload {path}: malformed YAML ({str(exc).splitlines()[0]})") from None
-    except (ValueError, RecursionError) as exc:
-        raise FredError(str(exc) if isinstance(exc, ValueError) else f"workload {path}: nested too deeply") from None
+        raise FredError(f"workload {where}: malformed YAML ({str(exc).splitlines()[0]})") from None
+    except ValueError as exc:
+        raise FredError(str(exc)) from None
+    except RecursionError:
+        raise FredError(f"workload {where}: malformed YAML (nested too deeply)") from None
     if not isinstance(raw, dict):
-        raise FredError(f"workload {path}: expected a mapping at top level")
-    return workload_from_dict(raw, str(path))
+        raise FredError(f"workload {where}: expected a mapping at top level")
+    return workload_from_dict(raw, where)
 
 
 def workload_from_dict(raw: dict, where: str = "<dict>") -> Workload:

@@ -52,7 +52,7 @@ MEMORY_LIMIT = 6 * 2**30
 
 #: words of a refusal by a rule across options
 ACROSS = ("needs", "does not apply", "only applies", "exclude each other", "give either", "given twice",
-          "takes no", "not both")
+          "takes no", "not both", "is only for")
 NONFINITE = re.compile(r"(?<![A-Za-z_])(nan|inf|infinity)(?![A-Za-z_])", re.I)
 
 
@@ -224,9 +224,9 @@ def problems(case: Case, o: Outcome, reference: Outcome | None = None) -> list[s
             msg = lines[0]
             # a rule across options names the options; the value is named once it is reached
             across = any(w in msg for w in ACROSS)
-            for i, group in enumerate(case.names):
-                if i and across:
-                    break
+            for group in case.names:
+                if across and any(n in msg for g in case.names for n in g):
+                    break  # a rule across options: naming one of them, or the value, is enough
                 if group and not any(n in msg for n in group):
                     found.append(f"unnamed: expected one of {group[:3]!r} in {msg[:240]!r}")
                     break

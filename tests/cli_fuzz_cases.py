@@ -71,6 +71,10 @@ NASTY = ["", " ", "\t", "\n", "-", "--", "0", "-0", "-1", "1", "2", "3", "7", "1
          "..", ".", "/", "/dev/null", "/dev/zero", "/dev/full", "/proc/self/status", "{d}", "{d}/missing/x",
          "{d}/fifo", "{d}/notes.txt/x", "x" * 300, "a" * 10000, "-x", "--json"]
 
+#: words of a refusal that name an option as well as its name does (a model's own wording)
+SYNONYMS = {"--hbm-gb": ["in HBM ("], "--op": ["collective"], "--dtype": ["element type"],
+            "--timing": ["timing file"]}
+
 #: option strings of the file-reading options (their values are paths)
 PATH_OPTIONS = {"--network", "--chakra", "--trace", "--timing", "--output", "--plot"}
 
@@ -187,7 +191,8 @@ def _names(a, text: str, opt: str) -> list:
     """What a refusal must name: the option (or its name as a word: "algorithm 'x' needs ..."),
     and the value (or, for a comma list, one of its items)."""
     word = opt.lstrip("-")
-    groups = [list(a.option_strings) + [opt, f"{word} ", word.replace("-", " ") + " ", word.replace("-", "_")]]
+    groups = [list(a.option_strings) + [opt, f"{word} ", word.replace("-", " ") + " ", word.replace("-", "_")]
+              + SYNONYMS.get(opt, [])]
     s = text.strip()
     if s and len(s) <= 60 and not (s.startswith("-") and not s.lstrip("-")[:1].isdigit()) and "{d}" not in s:
         forms = _value_forms(text)
@@ -245,7 +250,9 @@ def option_cases(folder, seed=1, nasty=NASTY) -> list[Case]:
         valid = [v for v in known + _bound_values(a) if not must_fail(a, v)][:2]
         for b in first:  # every mode, a valid value: refused, or it changes the result
             for v in valid[:1]:
-                cases.append(Case(b + _arg(opt, v), reference=b, names=_names(a, v, opt), label=f"{opt} mode"))
+                same = a.default is not None and str(a.default) == v  # the default changes nothing
+                cases.append(Case(b + _arg(opt, v), reference=None if same else b, names=_names(a, v, opt),
+                                  label=f"{opt} mode"))
         if isinstance(a, argparse._StoreAction) and valid:
             v1, v2 = (valid + valid)[:2]
             cases.append(Case(first[0] + _arg(opt, v1) + _arg(opt, v2), names=[list(a.option_strings)],

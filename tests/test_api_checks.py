@@ -47,3 +47,43 @@ def test_parsers_and_network_types():
         NetworkSpec(["Ring"], [8.5], [100.0], [500.0])
     with pytest.raises(ValueError, match=r"bandwidth\[0\] 0 is too small: must be > 0"):
         NetworkSpec(["Ring"], [8], [0], [500.0])
+
+
+# ---- every parameter of the API entry points given nasty values (tests/api_fuzz.py) --------------
+@pytest.mark.parametrize("target", ["RCell", "DCell", "RDCell", "build_cell", "Fabric", "Crossbar", "Switch",
+                                    "NetworkSpec", "collective_time"])
+def test_api_bad_parameters(target):
+    """None, bools, negatives, NaN, inf, 2**70, text, containers, numpy scalars and arrays for each
+    parameter: the call works (a finite result) or raises TypeError / ValueError naming it."""
+    import api_fuzz
+
+    n, bad = api_fuzz.run_all(only=[target])
+    assert n >= 40 and not bad, "\n".join(bad)
+
+
+@pytest.mark.regress
+def test_api_bad_parameters_estimate():
+    import api_fuzz
+
+    n, bad = api_fuzz.run_all(only=["estimate"])
+    assert n > 100 and not bad, "\n".join(bad)
+
+
+def test_api_fuzz_judge():
+    """The probe fails a deep error, a message not naming the parameter and a non-finite result."""
+    import api_fuzz
+
+    def deep(x=1):
+        return [][x]
+
+    def unnamed(x=1):
+        raise ValueError("something is wrong")
+
+    class R:
+        def __init__(self, x):
+            self.t = float("nan")
+
+    assert "IndexError" in api_fuzz.probe("deep", deep, {"x": 1}, "x", 5)
+    assert "does not name" in api_fuzz.probe("unnamed", unnamed, {"x": 1}, "x", 5)
+    assert "non-finite" in api_fuzz.probe("R", R, {"x": 1}, "x", 5)
+    assert api_fuzz.probe("R", lambda x: x, {"x": 1}, "x", 5) == ""

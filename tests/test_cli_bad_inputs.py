@@ -111,6 +111,23 @@ TEXT_FILES = {
     "w_neg.yml": "name: mine\nkind: transformer\nlayers: -2\nhidden: 12\nheads: 3\nseq: 8\nvocab: 100\n",
     "w_broken.yml": "name: [\n",
     "notes.txt": "a regular file\n",
+    # found by the fuzz harness (tests/cli_fuzz.py): each field checked with its type and range
+    "w_inf.yml": "name: mine\nkind: transformer\nlayers: .inf\nhidden: 12\nheads: 3\nseq: 8\nvocab: 100\n",
+    "w_many.yml": "name: mine\nkind: transformer\nlayers: 1e9\nhidden: 12\nheads: 3\nseq: 8\nvocab: 100\n",
+    "w_text.yml": "name: mine\nkind: transformer\nlayers: '8'\nhidden: 12\nheads: 3\nseq: 8\nvocab: 100\n",
+    "w_ffn.yml": "name: mine\nkind: transformer\nlayers: 2\nhidden: 12\nheads: 3\nseq: 8\nvocab: 100\nffn_mult: .nan\n",
+    "w_mb.yml": "name: mine\nkind: transformer\nlayers: 2\nhidden: 12\nheads: 3\nseq: 8\nvocab: 100\n"
+                "microbatches: 32\nsamples_per_replica: 16\n",
+    "w_strategy.yml": "name: mine\nkind: transformer\nlayers: 2\nhidden: 12\nheads: 3\nseq: 8\nvocab: 100\n"
+                      "strategy: 1180591620717411303424\n",
+    "w_blocks.yml": "name: mine\nkind: resnet\nimage: [3, 32, 32]\nclasses: 10\nstem: {channels: 8, kernel: 3, "
+                    "stride: 1, pool_kernel: 3, pool_stride: 2}\nstages: [{blocks: 1000000, width: 8, stride: 1}]\n",
+    "w_layers.yml": "name: mine\nkind: layers\nlayer_list: [1]\n",
+    "w_ok.yml": "name: mine\nkind: transformer\nlayers: 2\nhidden: 64\nheads: 4\nseq: 16\nvocab: 100\n"
+                "published_params: 2.0e5\n",
+    "bw_tiny.yml": "topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ 1e-300 ]\nlatency: [ 500 ]\n",
+    "cycles.txt": "MODEL\n1\nl -1 9223372036854775807 NONE 0 1 NONE 0 1 NONE 0 1\n",
+    "bytes.txt": "DATA\n1\nl -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 2251799813685248 1\n",
 }
 
 
@@ -133,7 +150,41 @@ def d(tmp_path_factory):
         (root / name).write_text(text)
     (root / "binary.bin").write_bytes(b"\xff\xfe\x00\x81 not text")
     (root / "folder.yml").mkdir()
+    os.mkfifo(root / "fifo.yml")  # reading it would block forever
+    (root / "ring4.yml").write_text(YAMLS["torus.yml"].replace("[ Ring, Ring ]", "[ Ring ]")
+                                    .replace("[ 8, 8 ]", "[ 4 ]").replace("[ 1e3, 1.0e3 ]", "[ 50 ]")
+                                    .replace("[ 5e2, 500 ]", "[ 500 ]"))
+    (root / "big.yml").write_text("# padding\n" * 200_000)  # 2 MB: more than a network file may have
+    _chakra_variants(root)
     return root
+
+
+def _chakra_variants(root):
+    """Chakra trace folders, each with one fault: a file with one operation more, a collective of
+    more than 1 PiB."""
+    import shutil
+
+    from cli_fuzz_files import _et_messages, _et_pack
+
+    from fred.model.chakra_schema import Node
+
+    src = os.path.join(os.path.dirname(__file__), "data", "chakra-et", "all_reduce_4npus_1MB")
+    for name in ("et_longer", "et_huge"):
+        shutil.copytree(src, root / name)
+    extra = Node(id=999, name="late", type=4, duration_micros=5).SerializeToString()
+    with open(root / "et_longer" / "all_reduce.2.et", "ab") as fh:
+        fh.write(bytes([len(extra)]) + extra)
+    for f in os.listdir(root / "et_huge"):
+        meta, *nodes = _et_messages((root / "et_huge" / f).read_bytes())
+        out = [meta]
+        for raw in nodes:
+            node = Node()
+            node.ParseFromString(raw)
+            for at in node.attr:
+                if at.name == "comm_size":
+                    at.uint64_val = 2**63
+            out.append(node.SerializeToString())
+        (root / "et_huge" / f).write_bytes(_et_pack(out))
 
 
 # ---- generated cases: every bounded number option, out of range and not a number ------------------
@@ -179,7 +230,7 @@ NUMBER_OPTIONS = [
                            ("--npu-bw", 1e-3, 1e3), ("--mesh-link-bw", 1e-3, 1e6), ("--io-bw", 1e-3, 1e6),
                            ("--link-latency-ns", 0, 1e9), ("--switch-cycles", 0, 1e6),
                            ("--switch-ghz", 1e-3, 1e3))
-] + [("estimate", "--utilisation", 0, 1, True), ("sweep", "--utilisation", 0, 1, True),
+] + [("estimate", "--utilisation", 1e-3, 1, False), ("sweep", "--utilisation", 1e-3, 1, False),
      ("collective --network {d}/torus.yml", "--gb-bytes", 1, 2**40, False),
      ("scan", "--k-min", 1e-3, 1e4, False), ("scan", "--k-max", 1e-3, 1e4, False),
      ("estimate --trace x.txt", "--trace-clock-ghz", 1e-3, 1e3, False)]
@@ -314,7 +365,7 @@ CASES = [
     ("route --ports 8 --collective reduce --group 0-3", "reduce needs a root port (--root)"),
     ("route --ports 8 --collective gather --group 0-3", "gather needs a root port (--root)"),
     ("route --ports 8 --collective reduce --group 0-3 --root 9", "output port 9 is out of range for 8 ports"),
-    ("route --ports 8 --collective all-reduce --group 0-3 --root 1", "all-reduce takes no root (got root 1)"),
+    ("route --ports 8 --collective all-reduce --group 0-3 --root 1", "--root 1 does not apply to all-reduce"),
     ("route --ports 8 --flow 0>1 --collective all-reduce --group 0-3", "give either --flow"),
     ("route --ports 8 --flow 0>1 --group 0-3", "--group '0-3' only applies with --collective"),
     ("route --ports 8 --flow 0>1 --root 1", "--root 1 only applies with --collective"),
@@ -552,7 +603,59 @@ OUTPUTS = [
     ("sweep -w resnet-152 --plot {d}/x.txt", "--plot '{d}/x.txt': file type '.txt'"),
 ]
 
-ALL = _int_cases() + _number_cases() + _name_cases() + CASES
+#: classes of failures the fuzz harness (tests/cli_fuzz.py) found, one case each
+FUZZED = [
+    # an option that takes one value given twice (argparse kept the last one silently)
+    ("collective --size 1MiB --size 2MiB", "--size given twice ('1MiB' and '2MiB'); give it once"),
+    ("route --ports 8 --flow 0>1 -p 9", "--ports given twice ('8' and '9')"),
+    ("collective --json --json", "--json given twice; give it once"),
+    ("estimate --utilization 0.5 --utilisation 0.6", "--utilisation given twice"),
+    # --option=-- (argparse made it an empty list, which reached the model)
+    ("collective --size=--", "--size '--' is not a value"),
+    ("estimate --hbm-gb=--", "--hbm-gb '--' is not a value"),
+    # numbers: ASCII digits only, no 4,300-digit conversions
+    ("collective --chunks " + "9" * 5000, "(5,000 characters) is too large"),
+    ("estimate --tflops 1_0", "--tflops '1_0' is not a number"),
+    ("estimate --tflops \uff11\uff12", "--tflops '\uff11\uff12' is not a number"),
+    ("compare --ports " + "1" * 200, "is too large"),
+    ("route --ports 8 --flow 0>" + "1" * 5000, "is not a port number"),
+    # 0 is a value: an option that does not apply is refused at 0 too
+    ("route --ports 8 --flow 0>1 --root 0", "--root 0 only applies with --collective"),
+    ("route --ports 8 --flow 0>1 --seed 0", "--seed 0 only applies with --study"),
+    ("collective --root 0", "--root 0 does not apply to all-reduce"),
+    # options that do not apply to the mode chosen
+    ("collective --size-is input", "--size-is 'input' does not apply to all-reduce"),
+    ("estimate --trace {d}/notes.txt --io-bw 3", "--io-bw 3.0 does not apply to --trace"),
+    ("estimate -w resnet-152 --stream-steps 2", "--stream-steps 2 only applies to weight-streaming runs"),
+    ("sweep -w transformer-1t --granularity 3 --workers 0", "--granularity 3 only applies to weight-stationary runs"),
+    ("scan --plot ''", "--plot '': empty file name"),
+    ("characterize --area-lanes 1024", "--area-lanes 1024 (chiplet of 12 ports)"),
+    # input files that are not regular files (a FIFO or /dev/zero: the read never ended), or too large
+    ("collective --network {d}/fifo.yml", "cannot read network file '{d}/fifo.yml': is not a regular file (a FIFO)"),
+    ("collective --network /dev/zero", "is not a regular file (a character device)"),
+    ("collective --network {d}/big.yml", "is too large (2,000,000 bytes; at most 1,048,576)"),
+    ("collective --timing /dev/zero", "timing file /dev/zero: is not a regular file"),
+    ("estimate --trace {d}/fifo.yml", "trace file '{d}/fifo.yml': is not a regular file (a FIFO)"),
+    ("estimate -w /dev/zero", "workload file '/dev/zero': is not a regular file"),
+    ("collective --network {d}/ring4.yml --chakra {d}/et_longer", "all_reduce.2.et: 2 operations, all_reduce.0.et has 1"),
+    # values a file may not hold
+    ("collective --network {d}/bw_tiny.yml", "bandwidth[0] 1e-300 is too small: must be >= 0.001"),
+    ("estimate --trace {d}/cycles.txt", "field 3 (forward compute cycles): '9223372036854775807' is too large"),
+    ("estimate --trace {d}/bytes.txt", "field 11 (weight-gradient comm bytes): '2251799813685248' is too large"),
+    ("collective --network {d}/ring4.yml --chakra {d}/et_huge", "has comm_size 9,223,372,036,854,775,808; at most"),
+    ("estimate -w {d}/w_inf.yml", "field 'layers' = inf is not a whole number"),
+    ("estimate -w {d}/w_many.yml", "field 'layers' = 1000000000 is too large: must be <= 2048"),
+    ("estimate -w {d}/w_text.yml", "field 'layers' = '8' is not a whole number"),
+    ("estimate -w {d}/w_ffn.yml", "field 'ffn_mult' = nan must be a finite number"),
+    ("estimate -w {d}/w_mb.yml", "field 'microbatches' = 32 exceeds samples_per_replica 16"),
+    ("estimate -w {d}/w_strategy.yml", "field 'strategy': bad strategy '1180591620717411303424'"),
+    ("estimate -w {d}/w_blocks.yml", "field 'blocks' = 1000000 is too large: must be <= 1000"),
+    ("estimate -w {d}/w_layers.yml", "field 'layer_list[0]' = 1 must be a mapping"),
+    # a long value is shortened in the one line
+    ("route --ports 8 --flow " + "x" * 5000, "' (5,002 characters) must have the form"),
+]
+
+ALL = _int_cases() + _number_cases() + _name_cases() + CASES + FUZZED
 
 
 class _Hang(Exception):
@@ -616,7 +719,7 @@ def test_the_suite_is_large():
     assert len(ALL) + len(OUTPUTS) >= 400
 
 
-@pytest.mark.parametrize("line,fragment", ALL, ids=[c[0] for c in ALL])
+@pytest.mark.parametrize("line,fragment", ALL, ids=[c[0][:100] for c in ALL])
 def test_bad_command_line(capsys, d, watchdog, line, fragment):
     rc, out, err = _run(capsys, d, line)
     _check(rc, out, err, fragment.format(d=d), line)
@@ -644,7 +747,8 @@ SUBPROCESS = ["verilog r --lanes 100000", "verilog switch --ports 12 --data-dept
               "collective --chunks 100000000", "collective --network {d}/huge.yml", "collective --network {d}/one.yml",
               "estimate --microbatches 1000000", "collective --size 1e30GiB", "estimate --tflops inf",
               "sim cell rd --seed -1", "route --ports 8 --flow 0,0>1", "collective --timing {d}/t_act_big.json",
-              "estimate -w {d}/w_list.yml"]
+              "estimate -w {d}/w_list.yml", "collective --network /dev/zero", "collective --size 1 --size 2",
+              "collective --size=--", "estimate -w {d}/w_inf.yml"]
 
 
 @pytest.mark.parametrize("line", SUBPROCESS)
@@ -653,3 +757,91 @@ def test_no_traceback_in_a_real_process(d, line):
                        text=True, timeout=120)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith("fred: error: ") and r.stderr.count("\n") == 1, r.stderr
+
+
+# ---- the fuzz harness (tests/cli_fuzz.py): a fixed sample here, every case under regress ---------
+#: "ignored" outcomes that are right: on that command line the value given is what the command
+#: chooses anyway (or a bound the run never reaches), so the output is the same without it
+IGNORED_OK = {
+    "--group 0-3": "the whole 4-NPU network, the default group",
+    "--chunks 1": "the algorithm's own choice for the small sizes of the bases",
+    "--granularity 256": "more buckets than ResNet-152's stages have layers",
+    "--granularity 255": "more buckets than ResNet-152's stages have layers",
+    "--npu-bw 0.001": "the mesh's links are --mesh-link-bw; --npu-bw is FRED's NPU port",
+    "--samples 8": "(route --study) the samples of a 1-sample study",
+    "--memory none": "ResNet-152 fits without a memory policy: auto chooses none",
+    "--size-is input": "with --network, input is the default",
+    "--root 0": "the group's first NPU, the default root",
+    "--timing default": "the embedded timing file, the default",
+    "--microbatches 1": "ResNet-152's own microbatch count",
+    "--mode weight-stationary": "ResNet-152's own mode",
+}
+
+
+def _fuzz_problems(cases, folder) -> list[str]:
+    import cli_fuzz
+
+    report = cli_fuzz.run_cases(cases, folder)
+    out = []
+    for case, o, ps in report.failures:
+        ps = [p for p in ps if not (p.startswith("ignored") and any(k in case.line() for k in IGNORED_OK))]
+        out += [f"{case.line()[:200]} -> {p[:300]}" for p in ps]
+    return out
+
+
+def _fuzz_cases(folder, sample: int | None, seed: int = 1):
+    import random
+
+    import cli_fuzz_cases
+    import cli_fuzz_files
+
+    options = cli_fuzz_cases.option_cases(str(folder), seed=seed)
+    files = cli_fuzz_files.file_cases(str(folder), per_file=40 if sample is None else 2, seed=seed)
+    if sample is None:
+        return options + files
+    rng = random.Random(seed)
+    refused = [c for c in options if c.must_fail]
+    others = [c for c in options if not c.must_fail and not c.argv[0] in ("estimate", "sweep", "scan")]
+    return rng.sample(refused, min(sample, len(refused))) + rng.sample(others, min(sample // 10, len(others))) + files
+
+
+def test_fuzz_sample(tmp_path, monkeypatch):
+    """A fixed sample of the fuzz harness's cases (bad values of every option type, options twice,
+    mutated input files): no traceback, hang, stray exit status, unnamed or multi-line refusal,
+    accepted bad value or non-finite result."""
+    monkeypatch.chdir(tmp_path)
+    bad = _fuzz_problems(_fuzz_cases(tmp_path / "files", sample=250), tmp_path / "files")
+    assert not bad, f"{len(bad)} problems:\n" + "\n".join(bad[:40])
+
+
+@pytest.mark.regress
+def test_fuzz_everything(tmp_path, monkeypatch):
+    """Every case of the fuzz harness: ~12,700 option cases and ~900 mutated files (~1 h)."""
+    monkeypatch.chdir(tmp_path)
+    bad = _fuzz_problems(_fuzz_cases(tmp_path / "files", sample=None), tmp_path / "files")
+    assert not bad, f"{len(bad)} problems:\n" + "\n".join(bad[:80])
+
+
+def test_fuzz_harness_catches(tmp_path):
+    """The harness's judge fails each kind of fault (a stand-in command for each)."""
+    import cli_fuzz
+    from cli_fuzz import Case, Outcome, problems
+
+    case = Case(["x", "--size", "7"], names=[["--size"], ["7"]], must_fail=True)
+    assert problems(case, Outcome(None, "", "", 0.1, crash="Traceback ...\nKeyError: 3"))[0].startswith("traceback")
+    assert problems(case, Outcome(None, "", "", 40, crash="hang"))[0].startswith("hang")
+    assert problems(case, Outcome(1, "", "fred: error: --size 7 bad\n", 0.1)) == ["exit 1"]
+    assert problems(case, Outcome(2, "", "fred: error: --size 7\nmore\n", 0.1))[0].startswith("error form")
+    assert problems(case, Outcome(2, "", "fred: error: something is wrong\n", 0.1))[0].startswith("unnamed")
+    assert problems(case, Outcome(0, "fine\n", "", 0.1)) == ["accepted"]
+    free = Case(["x"])
+    assert problems(free, Outcome(0, "time 1.0 nan s\n", "", 0.1))[0].startswith("non-finite")
+    assert problems(free, Outcome(0, '{"time_s": -1.5}', "", 0.1))[0].startswith("non-finite")
+    assert problems(free, Outcome(0, "a\n", "", 0.1), reference=Outcome(0, "a\n", "", 0.1))[0].startswith("ignored")
+    assert problems(case, Outcome(2, "", "fred: error: --size 7 is too large\n", 0.1)) == []
+    with cli_fuzz.heavy_work_stopped():  # the slow work is stopped, and put back after
+        from fred.sim import characterize
+
+        with pytest.raises(cli_fuzz.WorkStarted):
+            characterize.characterize()
+    assert characterize.characterize is not cli_fuzz._stand_in

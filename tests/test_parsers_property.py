@@ -263,7 +263,9 @@ WORKLOAD = {"name": "w", "kind": "transformer", "layers": 2, "hidden": 64, "head
 WORKLOAD_KEYS = st.sampled_from(sorted(WORKLOAD) + ["ffn_mult", "dtype_bytes", "microbatches", "samples_per_replica",
                                                     "input_bytes_per_sample", "strategy", "mode", "sweep_microbatches",
                                                     "published_params", "layer_list", "stages"])
-WORKLOAD_VALUES = st.one_of(SCALARS, st.just(2**70), st.just(float("inf")), st.lists(SCALARS, max_size=3),
+NASTY_NUMBERS = st.sampled_from([float("nan"), float("inf"), -float("inf"), 2**70, -1, 0, 0.5, 1e300, 1e-300, "8",
+                                  True, None, 3000, 1e6])
+WORKLOAD_VALUES = st.one_of(NASTY_NUMBERS, NASTY_NUMBERS, SCALARS, st.lists(SCALARS, max_size=3),
                             st.dictionaries(st.integers(-2, 40), SCALARS, max_size=2), st.sampled_from(["resnet", "layers"]))
 
 
@@ -281,3 +283,20 @@ def test_workload_fields(changes):
         return
     assert w.layers and all(math.isfinite(l.fwd_flops) and l.fwd_flops >= 0 for l in w.layers)
     assert 1 <= w.microbatches <= 1024 and math.isfinite(w.samples_per_replica)
+
+
+@pytest.mark.parametrize("key", ["layers", "hidden", "heads", "seq", "vocab", "ffn_mult", "dtype_bytes", "microbatches",
+                                 "samples_per_replica", "input_bytes_per_sample", "published_params"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 2**70, -1, 0, "8", True, [], 1e300])
+def test_workload_each_field(key, value):
+    """Every number field of a workload file, every nasty value: refused naming the field, or a
+    workload whose numbers are all finite."""
+    try:
+        w = workload_from_dict({**WORKLOAD, key: value}, "w.yml")
+    except FredError as exc:
+        _one_line(exc)
+        assert f"'{key}'" in str(exc) and "w.yml" in str(exc), str(exc)
+        return
+    nums = [w.input_bytes_per_sample, w.samples_per_replica, w.published_params or 0.0]
+    nums += [v for l in w.layers for v in (l.fwd_flops, l.bwd_flops, l.params, l.act_bytes, l.fwd_mem_bytes)]
+    assert all(math.isfinite(v) for v in nums), (key, value)

@@ -92,8 +92,8 @@ def add_arguments(p):
                         f"{MAX_BYTES / 2**50:.0f} PiB; default 1GiB)")
     p.add_argument("--size-is", choices=("input", "output"), default=None,
                    help="what --size counts for all-gather and reduce-scatter: each NPU's input or output "
-                        "buffer (default: input with --network, as ASTRA-sim; output with --fabric; "
-                        "all-reduce and the other ops: the buffer each NPU holds either way)")
+                        "buffer (default: input with --network, as ASTRA-sim; output with --fabric); refused "
+                        "for the other ops, whose input and output are the same size")
     p.add_argument("--algorithm", type=choice("--algorithm", _algorithm), default="auto",
                    help="auto (fabric default; on a whole YAML network the best of hierarchical, multi-ring, in-switch), "
                         "ring, ring2, hier2d, hier-ring, hier-direct, hierarchical, multi-ring, in-switch, "
@@ -122,6 +122,9 @@ def _check(args):
 
     if args.network:
         refuse_unused("--fabric", args.fabric, "does not apply with --network (the YAML file is the network)")
+        if args.op in SINGLE_NPU_OPS:
+            raise ValueError(f"--op {args.op} needs a wafer fabric's I/O controllers (--fabric); an ASTRA-sim "
+                             f"network (--network) has none")
     else:
         refuse_unused("--gb-bytes", args.gb_bytes, "only applies with --network")
         refuse_unused("--in-network-dims", args.in_network_dims, "only applies with --network")
@@ -170,9 +173,18 @@ def _topologies(args):
     from fred.model.topology import build_fabric
 
     if args.network:
-        from fred.model.network_yaml import load_topology  # (PyYAML: only for --network)
+        from fred.model.network_yaml import load_network_yaml  # (PyYAML: only for --network)
 
-        return [load_topology(args.network, args.gb_bytes, args.in_network_dims or ())]
+        spec = load_network_yaml(args.network)
+        if args.gb_bytes is not None:
+            spec.gb_bytes = args.gb_bytes
+        if args.in_network_dims:
+            try:
+                spec.mark_in_network(args.in_network_dims)
+            except ValueError as exc:
+                raise ValueError(f"--in-network-dims {','.join(map(str, args.in_network_dims))}: {exc} "
+                                 f"(in {args.network})") from None
+        return [spec.build()]
     names = args.fabric or ["mesh"]
     return [build_fabric(n) for n in (FABRICS if names == ["all"] else names)]
 

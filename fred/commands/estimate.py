@@ -52,9 +52,9 @@ def add_hardware_arguments(p):
                         "FRED-SPEC, 80 GB; b200: 2250 TFLOP/s, 8 TB/s, 192 GB); the options below override it")
     g.add_argument("--tflops", type=number("--tflops", MIN_RATE, MAX_TFLOPS), metavar="T",
                    help=f"NPU peak dense FP16 TFLOP/s ({MIN_RATE:g}..{MAX_TFLOPS:g}; default: the preset's)")
-    g.add_argument("--utilisation", "--utilization", type=number("--utilisation", 0, 1, low_open=True),
+    g.add_argument("--utilisation", "--utilization", type=number("--utilisation", MIN_RATE, 1),
                    metavar="U", dest="utilisation",
-                   help=f"fraction of peak sustained by compute-bound layers (0 < U <= 1; default {UTILISATION}: "
+                   help=f"fraction of peak sustained by compute-bound layers ({MIN_RATE:g}..1; default {UTILISATION}: "
                         "Megatron-LM's measured 52%% of peak, Narayanan et al. SC'21)")
     g.add_argument("--hbm-bw", type=number("--hbm-bw", MIN_RATE, MAX_TBPS), metavar="TBPS",
                    help=f"NPU HBM bandwidth in TB/s ({MIN_RATE:g}..{MAX_TBPS:g}; default: the preset's)")

@@ -15,6 +15,8 @@ MAX_STUDY_PORTS = 32
 MAX_SAMPLES = 1000
 #: seeds are 32-bit
 MAX_SEED = 2**32 - 1
+#: the collectives that take a root port
+ROOTED = ("reduce", "multicast", "broadcast", "gather", "scatter")
 
 
 def _collective(text):
@@ -74,6 +76,8 @@ def _check(args):
     if args.json:
         refuse_unused("--show-idle", args.show_idle, "only applies to the text output, not --json")
     if args.collective:
+        if args.collective not in ROOTED:
+            refuse_unused("--root", args.root, f"does not apply to {args.collective} (only to {', '.join(ROOTED)})")
         if args.group is None:
             raise ValueError(f"--collective {args.collective} needs --group PORTS (e.g. --group 0-7)")
     elif args.flow:
@@ -114,6 +118,9 @@ def run(args):
 
     middle = 3 if args.middle is None else args.middle
     if args.collective:
+        if args.root is not None and args.root >= args.ports:
+            raise ValueError(f"--root {args.root}: output port {args.root} is out of range for {args.ports} ports "
+                             f"(0..{args.ports - 1})")
         group = sorted(parse_ports(args.group, "--group"))
         if len(group) < 2:
             raise ValueError(f"--group {args.group!r} has one port: a collective needs at least 2 "
