@@ -142,6 +142,7 @@ def test_area_width_table_and_timing_file_check(tmp_path):
     assert "| FRED_3(12) | 256 | 1,000 | 100 | 2.50 M | 0.70 | — | — | 0.70 |" in text
     assert "| switch (12 ports) | 256 |" in text and "| FRED_3(12) | 320 |" in text
     assert "**1.6 mm²**" in text and "890 KB" in text and "813 such switches" in text
+    assert "FRED_3(12) chiplet's switching logic is **0.7 mm²**, 0.003% of" in text
     assert "unverified: placement_utilization, sram_array_efficiency" in text
     f = tmp_path / "t.json"
     f.write_text(json.dumps({"area_at_width": _section(256)}))

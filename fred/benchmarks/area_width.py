@@ -12,7 +12,7 @@ CPU minutes at these widths), a later one only regenerates the Verilog.
 
 When a timing file with an ``area_at_width`` section at one of these widths is given
 (``FRED_TIMING_FILE``, default ``build/fred-timing.json``), each design's figures in it are
-compared with this run's and the result is printed: the README's table and the timing file come
+compared with this run's (rounded as the timing file writes them) and the result is printed: the README's table and the timing file come
 from the same synthesis or the line says which design differs.
 """
 
@@ -24,7 +24,8 @@ import pathlib
 import time
 
 from fred.contract.outputs import write_atomic
-from fred.sim.area_width import width_area
+from fred.contract.rounding import rounded
+from fred.sim.area_width import SPEC_LOGIC_FRACTION, SPEC_SWITCH_CHIPLETS_MM2, width_area
 
 __all__ = ["main", "table", "runs", "publish", "compare_timing_file", "KEYS"]
 
@@ -61,9 +62,17 @@ def table(sections) -> str:
             out.append(f"| {name} | {sec['lanes']} | {d['cells']:,} | {d['flipflops']:,} | {d['ge'] / 1e6:.2f} M | "
                        f"{_mm2(d['logic_mm2'])} | {_kb(d['sram_bits'])} | {_mm2(d['sram_mm2'])} | "
                        f"{d['total_mm2']:.2f} |")
+    budget = SPEC_LOGIC_FRACTION * SPEC_SWITCH_CHIPLETS_MM2
     for sec in sections:
+        chip = sec["designs"].get("FRED_3(12)")
+        if chip:
+            out += ["", f"At {sec['lanes']} lanes the FRED_3(12) chiplet's switching logic is **{chip['total_mm2']:.1f} "
+                        f"mm²**, {100 * chip['total_mm2'] / SPEC_SWITCH_CHIPLETS_MM2:.3f}% of the design's "
+                        f"{SPEC_SWITCH_CHIPLETS_MM2:,} mm² for all switch chiplets; the "
+                        f"{100 * SPEC_LOGIC_FRACTION:.0f}% logic budget ({budget:,.0f} mm²) holds "
+                        f"{budget / chip['total_mm2']:,.0f} of them."]
         spec = sec.get("spec")
-        if not spec:
+        if not spec or not any(n.startswith("switch") for n in sec["designs"]):
             continue
         sw = next(d for n, d in sec["designs"].items() if n.startswith("switch"))
         out += ["", f"At {sec['lanes']} lanes a whole 12-port switch (fabric, control, ports and "
@@ -91,9 +100,10 @@ def compare_timing_file(path, sections) -> str:
     mine = next((s for s in sections if s["lanes"] == sec["lanes"]), None)
     if mine is None:
         return f"(timing file {path}: area_at_width at {sec['lanes']} lanes, not a width of this run)"
-    diff = [f"{n}.{k}: file {sec['designs'].get(n, {}).get(k)} run {d[k]}"
+    # the file holds numbers as write_timing writes them (fred.contract.rounding)
+    diff = [f"{n}.{k}: file {sec['designs'].get(n, {}).get(k)} run {rounded(d[k])}"
             for n, d in mine["designs"].items() for k in KEYS
-            if sec["designs"].get(n, {}).get(k) != d[k]]
+            if sec["designs"].get(n, {}).get(k) != rounded(d[k])]
     if diff:
         return f"timing file {path} DIFFERS from this run at {sec['lanes']} lanes: " + "; ".join(diff)
     return f"timing file {path}: area_at_width at {sec['lanes']} lanes matches this run ({len(mine['designs'])} designs)"
