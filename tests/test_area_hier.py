@@ -114,7 +114,7 @@ def test_characterize_area_lanes_bad_input(tmp_path):
     p = subprocess.run([sys.executable, "-m", "fred", "characterize", "--area-lanes", "400", "-o",
                         str(tmp_path / "t.json")], capture_output=True, text=True)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
-    assert "--chiplets 12: FRED_3(12) with 400 fp16 lanes needs" in p.stderr
+    assert "--area-lanes 400 (chiplet of 12 ports): FRED_3(12) with 400 fp16 lanes needs" in p.stderr
 
 
 def _section(lanes, switch=True):
