@@ -41,7 +41,7 @@ def curve_from_section(sec: dict) -> tuple:
 def goodput_at(curve: tuple, q: float) -> float:
     """Goodput at packet error probability ``q`` (module docstring); ValueError beyond the curve."""
     if not curve:
-        raise ValueError("the timing file has no link_faults curve (schema 3, `fred characterize`)")
+        raise ValueError("the timing file has no link_faults curve (schema 4, `fred characterize`)")
     if q <= 0:
         return 1.0
     q0, g0 = curve[0]

@@ -136,7 +136,7 @@ class WaferParams:
         if not curve:
             raise ValueError(f"bit-error rate {self.bit_error_rate:g} needs the measured goodput curve, "
                              f"and the switch timing ({self.switch.source}) has none: use a timing file "
-                             f"of schema 3 (`fred characterize`)")
+                             f"of schema 4 (`fred characterize`)")
         flits = data_packet_flits(self.packet_bytes, self.flit_bytes)
         bits = wire_bits(self.flit_bytes)
         q = packet_error(self.bit_error_rate, bits, flits)

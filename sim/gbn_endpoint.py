@@ -5,7 +5,10 @@ Plain Python, stepped once per cycle by sim/tb_faults.py. Transmit side: a
 ``credit_o``), ACK/NACK headers first, then the Go-Back-N sources (:mod:`fred.sim.gbn`) in
 turn, whole packets only (virtual cut-through); a *credit probe* for a VC whose next packet has
 waited ``probe_wait`` cycles for credits (a flit lost at the tail of a burst returns its credit
-only when the switch sees a later word of that VC). Receive side: a
+only when the switch sees a later word of that VC), and one for a VC that sent flits when the
+link has been idle ``probe_idle`` cycles (the switch forwards cut-through: a round that took a
+packet whose last flits were lost waits until a later word of that VC shows the loss). Receive
+side: a
 :class:`fred.contract.link.LinkReceiver` (bad words, duplicates, gaps, broken packets) whose
 credits go back to the switch after ``credit_delay`` cycles, packets assembled and handed to
 the receivers (data) or the sources (ACK/NACK) of their phase; a broken packet of a known
@@ -24,7 +27,7 @@ __all__ = ["Endpoint"]
 
 class Endpoint:
     def __init__(self, port, fmt, depths, windows, credit_bits, link, probe_wait=64,
-                 credit_delay=2):
+                 credit_delay=2, probe_idle=64):
         self.port, self.fmt, self.link = port, fmt, link
         self.tx = LinkSender(fmt)
         self.credits = list(depths)                # towards the switch's input buffers
@@ -34,8 +37,10 @@ class Endpoint:
         self.cur, self.cur_phase = [], None        # the packet being received
         self.due = deque([(0, v) for v in range(4) for _ in range(windows[v])])  # initial grant
         self.cmax = (1 << credit_bits) - 1
-        self.credit_delay, self.probe_wait = credit_delay, probe_wait
+        self.credit_delay, self.probe_wait, self.probe_idle = credit_delay, probe_wait, probe_idle
         self.blocked_since = [None] * 4
+        self.pend = [False] * 4                    # VCs that sent flits since their last probe
+        self.last_busy = 0
         self.turn = 0
         self.errors: list = []
         self.data_sent = self.ctrl_sent = self.probes = 0
@@ -45,6 +50,7 @@ class Endpoint:
         self.ctrl.append(header)
 
     def _start(self, words, vc):
+        self.pend[vc] = True
         self.credits[vc] -= len(words)
         for w in self.tx.seal_packet(words):
             self.link.push(w)
@@ -52,6 +58,7 @@ class Endpoint:
     def tx_step(self, now):
         """Queue at most one packet (or probe) on the link when it has nothing left to send."""
         if self.link.busy:
+            self.last_busy = now
             return
         want = []                                  # (vc, flits) of what would go next
         if self.ctrl:
@@ -80,10 +87,16 @@ class Endpoint:
             if self.blocked_since[vc] is None:
                 self.blocked_since[vc] = now
             elif now - self.blocked_since[vc] >= self.probe_wait:
-                self.link.push(self.tx.probe(vc))
-                self.probes += 1
-                self.blocked_since[vc] = now
+                self._probe(vc, now)
                 return
+        if not want and any(self.pend) and now - self.last_busy >= self.probe_idle:
+            self._probe(self.pend.index(True), now)
+
+    def _probe(self, vc, now):
+        self.link.push(self.tx.probe(vc))
+        self.probes += 1
+        self.pend[vc] = False
+        self.blocked_since[vc] = now
 
     def on_credit(self, counts):
         for v in range(4):

@@ -23,7 +23,7 @@ from fred.sim.fault_bench import BenchFailure, World
 from fred.sim.streams import start
 from fred.sim.toolchain import bench_config
 
-COUNTERS = ("err_crc", "err_dup", "err_lost", "err_packet", "err_phase", "err_stale")
+COUNTERS = ("err_crc", "err_dup", "err_lost", "err_packet", "err_phase", "err_stale", "poisoned")
 
 
 class _Dut:

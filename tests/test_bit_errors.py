@@ -1,5 +1,5 @@
 """Bit-error derating of the model's links (model/bit_errors.py) and the timing file's
-``link_faults`` section (schema 3) that it reads."""
+``link_faults`` section (schema 4) that it reads."""
 
 import copy
 import json
@@ -12,7 +12,7 @@ from fred.model import params
 from fred.model.bit_errors import curve_from_section, goodput_at, max_bit_error_rate, packet_error
 from fred.model.timing import switch_timing
 
-from test_timing import _doc, _write
+from tests.test_timing import _doc, _write
 
 SECTION = {"ports": 12, "dtype": "fp16", "lanes": 4, "packet_flits": 9, "flit_bits": 64,
            "wire_bits": 109, "packets_per_phase": 32, "seed": 1, "faults": ["corrupt"],
@@ -90,9 +90,9 @@ def test_bad_link_faults_section(tmp_path, change, needle):
         load_timing(_write(tmp_path, doc))
 
 
-def test_link_faults_needs_schema_3(tmp_path):
+def test_link_faults_needs_schema_4(tmp_path):
     doc = _doc()
-    doc["schema_version"] = 2
+    doc["schema_version"] = 3
     doc["link_faults"] = SECTION
-    with pytest.raises(TimingFileError, match="needs schema version 3"):
+    with pytest.raises(TimingFileError, match="needs schema version 4"):
         load_timing(_write(tmp_path, json.loads(json.dumps(doc))))

@@ -239,14 +239,15 @@ def test_link_tx_rtl_seals_like_the_protocol_probes_and_poisons():
     assert all(p.fseq == ref.fseq[p.vc] for p in probes)
 
 
-def test_vc_buffer_abort_and_write_in_one_cycle():
+def test_vc_buffer_abort_or_cut_and_write_in_one_cycle():
+    """The flit written with ``w_abort`` or ``w_cut`` starts the next packet."""
     from fred.hdl.switch_buffers import VCBuffer
-    dut = VCBuffer(16, 6)
+    dut = VCBuffer(16, 8)
     log = {}
 
     async def tb(ctx):
         async def step(**kw):
-            for k in ("w_en", "w_commit", "w_abort", "r_pop", "skip_en"):
+            for k in ("w_en", "w_close", "w_abort", "w_cut", "r_pop", "skip_en"):
                 ctx.set(getattr(dut, k), kw.get(k, 0))
             ctx.set(dut.w_data, kw.get("d", 0))
             freed = ctx.get(dut.freed)
@@ -255,19 +256,22 @@ def test_vc_buffer_abort_and_write_in_one_cycle():
         await step(w_en=1, d=1)
         await step(w_en=1, d=2)
         assert await step(w_en=1, d=3, w_abort=1) == 2        # 1, 2 freed; 3 starts anew
-        await step(w_en=1, d=4, w_commit=1)
-        assert ctx.get(dut.r_avail) == 2 and ctx.get(dut.r_data) == 3 and ctx.get(dut.level) == 2
+        assert ctx.get(dut.r_avail) == 1 and ctx.get(dut.r_closed) == 0
+        await step(w_en=1, d=4, w_close=1)                      # packet [3, 4]
         await step(w_en=1, d=5)
-        assert await step(w_en=1, d=6, w_abort=1, w_commit=1) == 1   # header-only after abort
-        assert ctx.get(dut.r_avail) == 3 and ctx.get(dut.level) == 3
+        await step(w_en=1, d=6, w_cut=1, w_close=1)            # [5] cut, [6] a whole packet
+        await step(w_en=1, d=7)
+        await step(w_en=1, d=8, w_cut=1)                        # [7] cut, 8 open
+        assert ctx.get(dut.level) == 6
+        assert await step(w_abort=1) == 1                       # only 8 goes
         got = []
-        for _ in range(3):
-            got.append(ctx.get(dut.r_data))
+        while ctx.get(dut.r_avail):
+            got.append((ctx.get(dut.r_data), ctx.get(dut.r_closed)))
             await step(r_pop=1)
         log["got"] = got
 
     simulate(dut, tb)
-    assert log["got"] == [3, 4, 6]
+    assert log["got"] == [(3, 1), (4, 1), (5, 1), (6, 1), (7, 1)]
 
 
 def test_input_port_restart_drops_the_broken_packet_and_takes_the_next():
@@ -294,3 +298,34 @@ def test_input_port_restart_drops_the_broken_packet_and_takes_the_next():
     simulate(dut, tb)
     assert rec["credit"] == 2 and rec["err"] == 0            # a's two flits, not counted
     assert rec["head"].seq == 2 and rec["level"] == 3
+
+
+def test_input_port_restart_truncates_a_taken_packet():
+    """Cut-through: the broken packet was already taken; it is completed with zero flits
+    (``trunc``, which poisons its round at the outputs) and the next one starts cleanly."""
+    from fred.hdl.switch_buffers import InputPort
+    dut = InputPort(FB, (8, 8, 8, 2), max_len=4)
+    a = pk.pack(pk.Packet(pk.Header.data(pk.VC_DP, 2, 1, 3), (1, 2, 3)), FB)
+    b = pk.pack(pk.Packet(pk.Header.data(pk.VC_DP, 2, 2, 2), (4, 5)), FB)
+    rec = {"trunc": 0, "err": 0, "d": []}
+
+    async def tb(ctx):
+        script = [(a[0], 0, 0), (a[1], 1 << pk.VC_DP, 0), (b[0], 0, 1), (b[1], 0, 0), (b[2], 0, 0)]
+        for w, take, restart in script + [(None, 0, 0)] * 6:
+            ctx.set(dut.i.valid, w is not None)
+            ctx.set(dut.i.payload.as_value(), w or 0)
+            ctx.set(dut.take, take)
+            ctx.set(dut.restart, restart)
+            ctx.set(dut.d.ready, 1)
+            rec["trunc"] += ctx.get(dut.trunc)
+            rec["err"] += ctx.get(dut.err)
+            if ctx.get(dut.d.valid):
+                rec["d"].append(ctx.get(dut.d.payload))
+            await ctx.tick()
+        rec["head"] = pk.decode_header(ctx.get(dut.head_word[pk.VC_DP]))
+        rec["done"] = ctx.get(dut.head_done) >> pk.VC_DP & 1
+
+    simulate(dut, tb)
+    assert rec["trunc"] == 1 and rec["err"] == 0
+    assert rec["d"] == [1, 0, 0]                              # a: its flit, then zeros
+    assert rec["head"].seq == 2 and rec["done"] == 1           # b whole, next at the head

@@ -7,15 +7,15 @@ import random
 from fred.contract import packet as pk
 from fred.hdl.flows import Flow
 
-from test_switch import FB, _mk, _run_switch, _small_switch, _sum
+from tests.test_switch import FB, _mk, _run_switch, _small_switch, _sum
 
 PHASES = {0: (pk.VC_DP, [Flow({0, 1}, {0, 1})])}
 
 
-def _data(n=8, seed=1):
+def _data(n=8, seed=1, length=2):
     rng = random.Random(seed)
     # the packet of seq k is the same at every transmission (what a retransmission sends)
-    return {p: {k: _mk(rng, pk.VC_DP, 0, k, 2) for k in range(n)} for p in (0, 1)}
+    return {p: {k: _mk(rng, pk.VC_DP, 0, k, length) for k in range(n)} for p in (0, 1)}
 
 
 def _send(pk_of, seqs):
@@ -23,7 +23,7 @@ def _send(pk_of, seqs):
 
 
 def _expect(d, seqs):
-    return [pk.Packet(pk.Header.data(pk.VC_DP, 0, k, 2),
+    return [pk.Packet(pk.Header.data(pk.VC_DP, 0, k, len(d[0][k].data)),
                       tuple(_sum(a, b) for a, b in zip(d[0][k].data, d[1][k].data))) for k in seqs]
 
 
@@ -61,3 +61,21 @@ def test_nack_no_fanout_mutant_reaches_the_lowest_input_only():
     outs, _ = _run_switch(sw, sw.cfg_words(PHASES), {1: nack + ack}, cycles=60)
     kinds = {q: [x.header.kind for x in outs[q]] for q in range(4)}
     assert kinds == {0: [pk.KIND_NACK, pk.KIND_ACK], 1: [pk.KIND_ACK], 2: [], 3: []}
+
+
+def test_flit_lost_after_the_round_started_poisons_its_outputs():
+    """Cut-through meets a lost flit: input 1's packet 1 loses its last data flit after the
+    round took it; the round completes (zeros) and both outputs send its last flit with a bad
+    check, so receivers drop the packet (and NACK it); rounds 0 and 2 are exact."""
+    d = _data(length=4)
+    sends = {0: _send(d[0], [0, 1, 2]), 1: _send(d[1], [0, 1]) + [None] * 30 + _send(d[1], [2])}
+    for lose in (((1, 9),), ()):           # word 9 of port 1: packet 1's last data flit
+        sw = _small_switch()
+        bad = []
+        outs, res = _run_switch(sw, sw.cfg_words(PHASES), sends, cycles=200, lose=lose, poisoned=bad)
+        assert res.get("err_lost", 0) == len(lose) and res.get("err_packet") == 0
+        if lose:
+            assert sorted(q for q, _ in bad) == [0, 1] and res.get("poisoned") == 2
+            assert outs[0] == _expect(d, [0, 2]) == outs[1]
+        else:
+            assert not bad and outs[0] == _expect(d, [0, 1, 2]) == outs[1]

@@ -11,7 +11,8 @@ def _fake(check="pass"):
     run = {"check": check, "cycles": 1306, "delivered": 576, "packets_sent": 658,
            "retransmissions": 82, "go_backs": 20, "timeouts": 0, "acks": 41, "nacks": 7, "probes": 70,
            "injected": {f"{s}_{k}": 1 for s in ("in", "out") for k in ("drop", "corrupt", "duplicate", "delay")},
-           "switch": {"err_crc": 1, "err_dup": 1, "err_lost": 2, "err_packet": 0, "err_phase": 0, "err_stale": 3},
+           "switch": {"err_crc": 1, "err_dup": 1, "err_lost": 2, "err_packet": 0, "err_phase": 0, "err_stale": 3,
+                      "poisoned": 0},
            "endpoints": {"bad": 1, "dup": 1, "lost": 2}, "rate": 1e-3, "goodput": 0.9066}
     return {"schema": "fred-link-faults/1", "check": check, "baseline": dict(run, cycles=1184),
             "runs": [run] if check == "pass" else [{"check": check}],

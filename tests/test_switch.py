@@ -299,8 +299,17 @@ def test_output_port_credits_and_control_first():
 
 
 # -- whole switch, ideal fabric (fast) ---------------------------------------------------------
-def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credits_out=None):
+def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credits_out=None,
+                lose=(), poisoned=None):
+    """Drive ``sw``: ``sends[p]`` = link words (sealed into wire words here; None: an idle
+    cycle between packets); ``lose`` = (port,
+    index) of words sealed but lost on the link; ``poisoned`` (a list) collects (output, data)
+    of words the switch sent with a bad check (else any is an error). Returns (packets per
+    output, counters)."""
     P = sw.P
+    lose = set(lose)
+    sent = {p: 0 for p in range(P)}
+    start = {q: 0 for q in range(P)}       # where the packet being received starts in got[q]
     got = {q: [] for q in range(P)}
     times = {q: [] for q in range(P)}
     res = {"times": times}
@@ -320,6 +329,12 @@ def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credi
         for c in range(cycles):
             for p in range(P):
                 q = queues.get(p, [])
+                if q and q[0] is None and left[p] == 0:     # an idle cycle between packets
+                    q.pop(0)
+                    ctx.set(sw.i[p].valid, 0)
+                    for v in range(4):
+                        cred[p][v] += ctx.get(sw.credit_o[p][v])
+                    continue
                 go = bool(q)
                 if go and left[p] == 0:            # a packet starts: needs credits for all of it
                     w = q[0]
@@ -332,9 +347,13 @@ def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credi
                         left[p] = n
                     else:
                         go = False
-                ctx.set(sw.i[p].valid, go)
-                ctx.set(sw.i[p].payload.as_value(), seal[p].seal(q[0]) if go else 0)
+                wire_word = seal[p].seal(q[0]) if go else 0
+                if go and (p, sent[p]) in lose:
+                    wire_word = None
+                ctx.set(sw.i[p].valid, go and wire_word is not None)
+                ctx.set(sw.i[p].payload.as_value(), wire_word or 0)
                 if go:
+                    sent[p] += 1
                     q.pop(0)
                     left[p] -= 1
                 for v in range(4):
@@ -345,8 +364,17 @@ def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credi
                 ret = 0
                 if r and ctx.get(sw.o[q].valid) and not fmt.is_probe(ctx.get(sw.o[q].payload.as_value())):
                     wire = fmt.fields(ctx.get(sw.o[q].payload.as_value()))
-                    assert wire.ok, f"output {q}: bad check"
+                    if not wire.ok:      # poisoned: a receiver drops the whole packet
+                        assert poisoned is not None, f"output {q}: bad check"
+                        assert wire.last, f"output {q}: a poisoned flit that is not a last one"
+                        poisoned.append((q, wire.data))
+                        del got[q][start[q]:]
+                        out_vc[q] = None
+                        ctx.set(sw.credit_i[q].as_value(), 1 << (wire.vc * sw.credit_bits))
+                        continue
                     w = pk.link_word(wire.data, wire.last, sw.flit_bits)
+                    if out_vc[q] is None:
+                        start[q] = len(got[q])
                     got[q].append(w)
                     times[q].append(c)
                     if out_vc[q] is None:
@@ -358,7 +386,7 @@ def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credi
             await ctx.tick()
         res.update(err_packet=ctx.get(sw.err_packet), err_phase=ctx.get(sw.err_phase),
                    cfg_rejects=ctx.get(sw.cfg_rejects))
-        for k in ("err_crc", "err_lost", "err_dup", "err_stale"):
+        for k in ("err_crc", "err_lost", "err_dup", "err_stale", "poisoned"):
             v = ctx.get(getattr(sw, k))
             if v:
                 res[k] = v

@@ -38,7 +38,7 @@ def fault_table(r: dict, base: dict, args) -> str:
         ("injected faults", sides[0]),
         ("", sides[1]),
         ("switch counters", ", ".join(f"{k} {sw[k]}" for k in ("err_crc", "err_lost", "err_dup",
-                                                               "err_stale"))),
+                                                               "err_stale", "poisoned"))),
         ("check", r["check"]),
     ]
     return "\n".join(f"  {a:24} {b}" for a, b in rows)
