@@ -316,6 +316,9 @@ class Fabric(wiring.Component):
         self.stages = stages(ports)
         self.latency = fabric_latency(ports, middle, lanes, self.dtype)
         self._layout = _layout(ports, middle)
+        #: for sim/formal_fabric.py: submodule name (in0, out1, rd, mid0, ...) -> cell or middle
+        #: copy, filled by elaborate()
+        self.probes = {}
         c, off, w = self._layout[-1]
         self.config_width = off + w
         S = stream_signature(lanes, self.dtype)
@@ -331,6 +334,7 @@ class Fabric(wiring.Component):
         return config_bits(self.ports, self.middle, routing_result, cell_modes)
 
     def _cell(self, mod, name, cell):
+        self.probes[name] = cell
         if self._shared is None:
             mod.submodules[name] = cell
             return cell
@@ -338,6 +342,7 @@ class Fabric(wiring.Component):
 
     def _middle(self, mod, k, sub):
         """Middle copy ``k``: a submodule, or an instance of its size's module (hier form)."""
+        self.probes[f"mid{k}"] = sub
         if not self._hier:
             mod.submodules[f"mid{k}"] = sub
             return sub

@@ -144,7 +144,8 @@ class OnlineRouter(Elaboratable):
         off, w = self.offsets[cell]
         self._parts.append((off, w, value))
 
-    def _instance(self, m, path, P, valid, dst):  # long: one level of the greedy rule in gates
+    def _instance(self, m, path, P, valid, dst):
+        # long: one level of the greedy rule in gates
         """Logic of one instance: ``valid[x]`` / ``dst[x]`` are the instance's requests."""
         mid, tag = self.middle, "_".join(map(str, path)) or "top"
         if P == 2:

@@ -76,9 +76,12 @@ class OnlineRounds:
                 want.append(cu.hv(p, v) & self.dest_ok(w) & cred)
             claimed = Const(0, P)
             picked = [Const(0) for _ in range(P)]
-            for i in range(2 * P):            # two passes: ports >= rr, then ports < rr
+            for i in range(2 * P - 1):        # two passes: ports >= rr, then ports < rr
                 p = i % P
-                en = (p >= self.rr) if i < P else (p < self.rr)
+                if p == P - 1:                # rr <= P - 1: always in the first pass
+                    en = Const(1)
+                else:
+                    en = (self.rr <= p) if i < P else (self.rr > p)
                 dst = f_port(cu.hw(p, v))[:max(1, (P - 1).bit_length())]
                 take = en & want[p] & ~claimed.bit_select(dst, 1)
                 picked[p] = picked[p] | take

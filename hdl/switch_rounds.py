@@ -348,6 +348,8 @@ class ControlUnit:
                     m.d.sync += busy.eq(0)
                     m.d.sync += seq.eq(IDLE)
             with m.Default():                      # IDLE
+                # (explicit: every state drives the online pulses, so the case is complete)
+                m.d.comb += [on_start.eq(0), self.on_pipe.eq(0)]
                 with m.If(sel_any & self.sel_online):
                     self.on.latch(sel_vc)
                     m.d.sync += seq.eq(O_CFG)

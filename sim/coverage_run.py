@@ -4,7 +4,8 @@ and exit 1 when a bin stays empty.
 
     python -m fred.sim.coverage_run [--out DIR] [--seed N]
 
-Runs (Verilator builds shared with ``make test`` where the parameters are the same):
+Runs (cocotb builds of the cells and fabrics are its own: ``make test`` soaks them on the
+compiled path):
 
 * cells, every representative mode, 1,000 beats per mode over the three stall patterns:
   RD fp16 x 4 lanes, R m=3 bf16 x 4, R m=2 fp32 x 1, D m=3 fp16 x 2;

@@ -1,6 +1,6 @@
 """``make formal``: every formal property on every design, as a table (docs/formal.md).
 
-``python -m fred.sim.formal [--out DIR] [--jobs N] [--quick]`` runs the jobs of :func:`jobs`
+``python -m fred.sim.formal [--out DIR] [--jobs N] [--quick] [--only cells|fabric|switch]`` runs the jobs of :func:`jobs`
 (SymbiYosys through :mod:`fred.sim.formal_run`, harnesses from :mod:`fred.sim.formal_cells`)
 and prints one row per property x design: *proved by induction (k=N)*, *bounded to depth N*, or
 *FAILED* with the counterexample's trace file. ``DIR/formal.txt`` gets the same table plus
@@ -9,7 +9,8 @@ one line per job (each mode separately). Exit status 1 when any job failed or st
 Designs: the R and D cells (``middle`` 2) and the RD cell, each in every mode the cell has
 (``all_modes``), for int32, fp16, bf16 and fp32 at 1 lane and int32 at 2 lanes
 (:mod:`fred.sim.formal_cells`); the switch's input port with its smallest buffers
-(:mod:`fred.sim.formal_switch`); FRED_2(4) in four flow sets (:mod:`fred.sim.formal_fabric`).
+(:mod:`fred.sim.formal_switch`); FRED_2(4) in six flow sets (:mod:`fred.sim.formal_fabric`):
+stream rule, conservation and routing.
 ``--quick`` keeps the int32 cells at 1 lane.
 """
 
@@ -24,7 +25,9 @@ from pathlib import Path
 from typing import Callable
 
 from fred.hdl.cells import CELL_CLASSES, cell_latency
+from fred.hdl.flows import parse_flow
 from fred.hdl.modes import mode_str
+from fred.hdl.routing import route
 
 from .formal_cells import GROUPS, CellHarness
 from .formal_run import Result, check
@@ -93,19 +96,34 @@ def switch_jobs() -> list:
                 partial(ActivationHarness, **a), "prove", SWITCH_ACTIVATION_K)]
 
 
-#: the fabric checked (FRED_2(4), int32 x 1) and its flow sets
+#: the fabric checked (FRED_2(4), int32 x 1) and its flow sets: reduce, a permutation through
+#: both middle copies, multicast, all-reduce, a reduce beside a multicast, the reverse permutation
 FABRIC = (4, 2, 1, "int32")
-FABRIC_FLOWS = (("0-3>0",), ("0>1", "1>0", "2>3", "3>2"), ("0>0-3",), ("0-3>0-3",))
+FABRIC_FLOWS = (("0-3>0",), ("0>1", "1>0", "2>3", "3>2"), ("0>0-3",), ("0-3>0-3",),
+                ("0,1>2", "2>0,1"), ("0>3", "1>2", "2>1", "3>0"))
+#: induction depth of the fabric jobs (every property is inductive at 4 with the helper
+#: invariants; a base case of 6 cycles takes Yices minutes on the multicast's stream rule)
+FABRIC_K = 4
 
 
 def fabric_jobs() -> list:
-    """FRED_2(4): the stream rule on every output, by induction, for each flow set."""
+    """FRED_2(4), each flow set: the stream rule and conservation by induction, and routing by
+    induction with one job per output (one tracked beat each keeps the solver's problem small)."""
     P, mid, lanes, dtype = FABRIC
+    design = f"FRED_{mid}({P}) {dtype} x{lanes}"
     out = []
     for k, flows in enumerate(FABRIC_FLOWS):
-        out.append(Job(f"FRED_{mid}({P}) {dtype} x{lanes}", "stream", f"fabric_p{P}_m{mid}_{k}_stream",
-                       partial(FabricHarness, P, mid, lanes, dtype, list(flows), "stream"),
-                       "prove", 6, " ".join(flows)))
+        label = " ".join(flows)
+        for group in ("stream", "conservation"):
+            out.append(Job(design, group, f"fabric_p{P}_m{mid}_{k}_{group}",
+                           partial(FabricHarness, P, mid, lanes, dtype, list(flows), group),
+                           "prove", FABRIC_K, label))
+        outputs = sorted({p for f in route(P, mid, [parse_flow(x) for x in flows]).flows
+                          for p in f.outputs})
+        for p in outputs:
+            out.append(Job(design, "routing", f"fabric_p{P}_m{mid}_{k}_routing_o{p}",
+                           partial(FabricHarness, P, mid, lanes, dtype, list(flows), "routing",
+                                   track=(p,)), "prove", FABRIC_K, f"{label} (output {p})"))
     return out
 
 
@@ -137,7 +155,7 @@ def table(results) -> str:
             text = "; ".join(f"{j.label or j.name}: {r.describe()}" for j, r in bad)
         else:
             text = ", ".join(depths)
-        lines.append(f"{group:<14} {design:<22} {text} ({len(items) - len(bad)}/{len(items)} {'modes' if len(items) > 1 else 'run'})")
+        lines.append(f"{group:<14} {design:<22} {text} ({len(items) - len(bad)}/{len(items)} {'jobs' if len(items) > 1 else 'job'})")
     return "\n".join(lines)
 
 
@@ -146,12 +164,19 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="build/formal", help="work folder (default build/formal)")
     ap.add_argument("--jobs", type=int, default=2, help="parallel solver runs (default 2)")
     ap.add_argument("--quick", action="store_true", help="int32 x1 cells only")
+    ap.add_argument("--only", choices=("cells", "fabric", "switch"),
+                    help="only the jobs of these designs")
     args = ap.parse_args(argv)
     if args.jobs < 1:
         print(f"formal: --jobs {args.jobs} must be >= 1", file=sys.stderr)
         return 2
     out = Path(args.out)
     todo = jobs(args.quick)
+    if args.only:
+        pick = {"cells": lambda j: not j.design.startswith(("FRED", "switch")),
+                "fabric": lambda j: j.design.startswith("FRED"),
+                "switch": lambda j: j.design.startswith("switch")}[args.only]
+        todo = [j for j in todo if pick(j)]
     print(f"[formal] {len(todo)} jobs, {args.jobs} at a time, work in {out}", flush=True)
     with ThreadPoolExecutor(args.jobs) as pool:
         results = list(zip(todo, pool.map(lambda j: run_job(j, out), todo)))

@@ -10,7 +10,7 @@ job in its own folder and runs it in one of two modes:
   cycles from reset.
 
 The result is a :class:`Result`: ``proved`` (prove mode passed), ``bounded`` (bmc passed),
-``failed`` (a counterexample: ``trace`` is its VCD), or ``unknown`` (prove mode: the induction
+``failed`` (a counterexample: ``trace`` is its VCD), ``timeout``, or ``unknown`` (prove mode: the induction
 step failed without a real counterexample; raise the depth or add an invariant).
 """
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -35,7 +36,7 @@ SOLVER = "yices"
 
 @dataclass
 class Result:
-    status: str           # proved | bounded | failed | unknown
+    status: str           # proved | bounded | failed | unknown | timeout
     mode: str             # prove | bmc
     depth: int
     seconds: float
@@ -49,6 +50,8 @@ class Result:
             return f"bounded to depth {self.depth}"
         if self.status == "failed":
             return f"FAILED, counterexample {self.trace}"
+        if self.status == "timeout":
+            return f"timeout ({self.detail})"
         return f"unknown (induction step failed at k={self.depth})"
 
 
@@ -74,9 +77,10 @@ def _sby_cmd(env) -> list:
 
 
 def check(harness, workdir, name: str, *, mode: str = "prove", depth: int = 8,
-          timeout: float = 900) -> Result:
+          timeout: float = 3600) -> Result:
     """Run ``harness`` (an Amaranth elaboratable with ``Assert`` statements) in ``mode`` to
-    ``depth`` inside ``workdir/name``."""
+    ``depth`` inside ``workdir/name``; after ``timeout`` seconds (wall) the run is stopped and
+    the result is ``timeout``."""
     if mode not in ("prove", "bmc"):
         raise ValueError(f"unknown formal mode {mode!r}; known: prove, bmc")
     work = Path(workdir)
@@ -89,10 +93,22 @@ def check(harness, workdir, name: str, *, mode: str = "prove", depth: int = 8,
         f"[files]\n{name}.il\n")
     env = tool_env()
     t0 = time.monotonic()
-    proc = subprocess.run(_sby_cmd(env) + ["-f", f"{name}.sby"], cwd=work, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    # a timeout stops sby and the smtbmc and solver processes it started
+    proc = subprocess.Popen(_sby_cmd(env) + ["-f", f"{name}.sby"], cwd=work, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        for pid in [proc.pid] + _descendants(proc.pid):   # sby puts its engines in new groups
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        out, _ = proc.communicate()
+        (work / f"{name}.log").write_text(out)
+        return Result("timeout", mode, depth, time.monotonic() - t0, None,
+                      f"stopped after {timeout:.0f} s")
     secs = time.monotonic() - t0
-    out = proc.stdout + proc.stderr
     (work / f"{name}.log").write_text(out)
     done = re.search(r"DONE \((\w+)", out)
     status = done.group(1) if done else "ERROR"
@@ -106,6 +122,23 @@ def check(harness, workdir, name: str, *, mode: str = "prove", depth: int = 8,
         return Result("unknown", mode, depth, secs, None, _failed_assert(out))
     raise RuntimeError(f"sby {name}: no result (exit {proc.returncode}); log: "
                        f"{work / (name + '.log')}")
+
+
+def _descendants(pid: int) -> list:
+    """Every process below ``pid`` (from /proc; empty where there is none)."""
+    children = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
 
 
 def _failed_assert(out: str) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -34,8 +35,9 @@ __all__ = ["SoakDesign", "build", "start", "finish", "raw_speed", "HARNESS", "BU
 #: the C++ harness (next to this module)
 HARNESS = Path(__file__).with_name("soak_harness.cpp")
 #: Verilator options of the soak builds (part of the cache key)
+#: (the C++ compiler keeps Verilator's own flags, as the cocotb builds do)
 BUILD_ARGS = ("-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fatal", "-Wno-lint",
-              "-Wno-style", "--noassert", "-CFLAGS", "-O2")
+              "-Wno-style", "--noassert")
 
 
 @dataclass(frozen=True)
@@ -107,11 +109,12 @@ def _identity(d: SoakDesign) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
-def build(d: SoakDesign) -> Path:
-    """The harness executable for ``d`` (built once per design, harness and toolchain).
+def build(d: SoakDesign, waves: bool = False) -> Path:
+    """The harness executable for ``d`` (built once per design, harness and toolchain);
+    ``waves``: a separate build with tracing (``FRED_SOAK_VCD`` names the VCD a run writes).
 
     A failed build raises ``RuntimeError`` naming a copy of its log."""
-    name = f"soak-{d.tag}-{_identity(d)}"
+    name = f"soak-{d.tag}-{_identity(d)}" + ("-waves" if waves else "")
 
     def make(folder: Path):
         (folder / "dut.v").write_text(d.verilog)
@@ -120,6 +123,7 @@ def build(d: SoakDesign) -> Path:
         (folder / "soak_harness.cpp").write_text(HARNESS.read_text())
         cmd = ["verilator", "--cc", "--exe", "--build", "-j", "2", "-Mdir", "obj",
                "--top-module", "soak_top", "--prefix", "Vsoak_top", *BUILD_ARGS,
+               *(["--trace"] if waves else []),
                "-CFLAGS", f"-I{folder}", "-o", "soak_sim",
                "dut.v", "soak_top.v", "soak_harness.cpp"]
         log = folder / "build.log"
@@ -144,10 +148,12 @@ def _speed(text: str, what: str) -> tuple:
     return int(parts[1]), float(parts[3])
 
 
-def start(exe: Path, stim: Path, out: Path, seed: int) -> subprocess.Popen:
-    """Run the harness on ``stim`` in the background (see :func:`finish`)."""
+def start(exe: Path, stim: Path, out: Path, seed: int, vcd=None) -> subprocess.Popen:
+    """Run the harness on ``stim`` in the background (see :func:`finish`); a waves build
+    writes ``vcd``."""
+    env = dict(os.environ, FRED_SOAK_VCD=str(vcd) if vcd else "")
     return subprocess.Popen([str(exe), "run", str(stim), str(out), str(int(seed))],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
 def finish(proc: subprocess.Popen, what: str) -> tuple:

@@ -60,6 +60,7 @@ class FabricSoakReport:
     seed: int
     stats: SoakStats
     latency_range: dict    # setting ("none", "idle", "both") -> [min, max] cycles over every beat
+    phase_figures: list    # per phase: {"label", "setting", "idle", "stall", "latency": [min, max]}
 
     def table(self) -> str:
         s = self.stats
@@ -71,54 +72,72 @@ class FabricSoakReport:
                 f"{s.build_s:.1f} s); latency {self.latency} cycles, measured per setting: {lat}")
 
 
-def _setting(k, prng):
-    """Back-pressure of phase ``k``: none, idle sources only, or both (in turn)."""
-    which = ("none", "idle", "both")[k % 3]
+SETTINGS = ("none", "idle", "both")
+
+
+def _setting(which, prng, idle=None):
+    """``(idle, stall)`` of a back-pressure setting: none, idle sources only (``idle``, or
+    random up to 0.8), or both (random)."""
     if which == "none":
-        return which, 0.0, 0.0
+        return 0.0, 0.0
     if which == "idle":
-        return which, round(prng.uniform(0.05, 0.8), 3), 0.0
-    return which, round(prng.uniform(0.0, 0.4), 3), round(prng.uniform(0.1, 0.9), 3)
+        return (round(prng.uniform(0.05, 0.8), 3) if idle is None else idle), 0.0
+    if which == "both":
+        return round(prng.uniform(0.0, 0.4), 3), round(prng.uniform(0.1, 0.9), 3)
+    raise ValueError(f"unknown back-pressure setting {which!r}; known: {', '.join(SETTINGS)}")
 
 
 def fabric_soak(ports, middle, lanes=1, dtype="fp16", *, beats=64, batches=1, seed=None,
-                fault=None) -> FabricSoakReport:
+                fault=None, flowsets=None, settings=SETTINGS, idle=None, specials="mixed",
+                wrong_config=None, idle_bound=None) -> FabricSoakReport:
     """Soak FRED_middle(ports) in the compiled harness (module docstring); ``beats`` per input
-    port per phase. Raises ``AssertionError`` on the first wrong phase."""
+    port per phase. Raises ``AssertionError`` on the first wrong phase.
+
+    ``flowsets``: ``[(flows, label), ...]`` run in every batch instead of a random regression
+    case; ``settings``: the back-pressure settings phases take in turn (``idle`` fixes the
+    idle probability of the ``"idle"`` setting); ``specials``: ``"mixed"`` (every other phase),
+    True or False; ``wrong_config`` (tests only): load the routing of these flows in every
+    phase instead of the phase's own; ``idle_bound`` replaces :func:`gapped_latency_bound` as
+    the most cycles a beat may take with idle sources."""
     # long: one closure generates a batch, one checks it; both need the fabric's parameters
     if not isinstance(beats, int) or beats < 1:
         raise ValueError(f"beats must be >= 1, got {beats!r}")
     if not isinstance(batches, int) or batches < 1:
         raise ValueError(f"batches must be >= 1, got {batches!r}")
+    for w in settings:
+        _setting(w, random.Random(0))
     design = fabric_design(ports, middle, lanes, dtype, fault)
     dt = get_dtype(dtype).name
     seed = random.SystemRandom().randrange(1 << 31) if seed is None else int(seed)
     lat = fabric_latency(ports, middle, lanes, dt)
-    bound = gapped_latency_bound(ports, middle, lanes, dt)
-    ranges = {}
+    bound = gapped_latency_bound(ports, middle, lanes, dt) if idle_bound is None else idle_bound
+    ranges, figures = {}, []
+    wrong = None if wrong_config is None else config_bits(ports, middle, route(ports, middle, wrong_config))
 
     def gen(b):
         bseed = zlib.crc32(f"{seed}/{b}".encode())
-        flowsets, labels = case_phases(ports, middle, bseed)
+        sets = flowsets or list(zip(*case_phases(ports, middle, bseed)))
         prng = random.Random(bseed + 1)
         nrng = np.random.default_rng([seed, b])
         phases = []
-        for k, (flows, label) in enumerate(zip(flowsets, labels)):
+        for k, (flows, label) in enumerate(sets):
             res = route(ports, middle, flows)
-            inputs = random_inputs(ports, res.flows, beats, lanes, dt, rng=nrng, specials=k % 2 == 1)
+            sp = k % 2 == 1 if specials == "mixed" else bool(specials)
+            inputs = random_inputs(ports, res.flows, beats, lanes, dt, rng=nrng, specials=sp)
             exp = simulate_result(res, inputs, dt)
             tref = tree_reference(res, inputs, dt)
             if set(tref) != set(exp) or any(not np.array_equal(tref[p], exp[p]) for p in exp):
                 raise AssertionError(f"{label}: structural golden model and reduction tree disagree")
-            which, idle, stall = _setting(k, prng)
+            which = settings[k % len(settings)]
+            idle_p, stall = _setting(which, prng, idle)
             what = (f"FRED_{middle}({ports}) {dt} x{lanes} batch {b} {label} "
-                    f"[{' '.join(map(str, res.flows))}] (idle {idle}, stall {stall}; seed {seed})")
-            budget = beats * (4 + int(8 / max(0.05, 1 - max(idle, stall)))) * 3 + 4 * lat + 200
+                    f"[{' '.join(map(str, res.flows))}] (idle {idle_p}, stall {stall}; seed {seed})")
+            budget = beats * (4 + int(8 / max(0.05, 1 - max(idle_p, stall)))) * 3 + 4 * lat + 200
             phases.append(StimPhase(
-                config_bits(ports, middle, res), idle, stall,
+                config_bits(ports, middle, res) if wrong is None else wrong, idle_p, stall,
                 [inputs.get(p) for p in range(ports)],
                 [beats if p in exp else 0 for p in range(ports)], 2 * lat + 8, budget,
-                {"what": what, "res": res, "exp": exp, "which": which}))
+                {"what": what, "res": res, "exp": exp, "which": which, "label": label}))
         return phases
 
     def check(b, phases, results):
@@ -129,10 +148,12 @@ def fabric_soak(ports, middle, lanes=1, dtype="fp16", *, beats=64, batches=1, se
             got = {p: unpack(r.out_words[p], design.width, lanes) for p in exp}
             inputs = {p: x for p, x in enumerate(ph.inputs) if x is not None}
             check_sums(res.flows, inputs, got, dt)
-            _latency(what, ph.info["which"], res, r, lat, bound, ranges)
+            lo_hi = _latency(what, ph.info["which"], res, r, lat, bound, ranges)
+            figures.append({"label": ph.info["label"], "setting": ph.info["which"],
+                            "idle": ph.idle, "stall": ph.stall, "latency": lo_hi})
 
     stats = run_batches(design, batches, gen, check, seed, f"FRED_{middle}({ports}) soak")
-    return FabricSoakReport(ports, middle, lanes, dt, lat, seed, stats, ranges)
+    return FabricSoakReport(ports, middle, lanes, dt, lat, seed, stats, ranges, figures)
 
 
 def _latency(what, which, res, r, lat, bound, ranges):
@@ -151,7 +172,7 @@ def _latency(what, which, res, r, lat, bound, ranges):
             if low:
                 raise AssertionError(f"{what}: inputs {low} below 1 beat/cycle at zero back-pressure")
     if lo is None:
-        return
+        return None
     if lo < lat:
         raise AssertionError(f"{what}: a beat took {lo} cycles, less than the latency {lat}")
     if which == "none" and (lo, hi) != (lat, lat):
@@ -162,3 +183,4 @@ def _latency(what, which, res, r, lat, bound, ranges):
                              f"is {lat}..{bound}")
     old = ranges.get(which, [lo, hi])
     ranges[which] = [min(old[0], lo), max(old[1], hi)]
+    return [lo, hi]

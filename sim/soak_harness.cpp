@@ -28,6 +28,9 @@
 
 #include "Vsoak_top.h"
 #include "verilated.h"
+#if VM_TRACE
+#include "verilated_vcd_c.h"
+#endif
 
 typedef Vsoak_top Top;
 #include "soak_ports.h"
@@ -96,9 +99,27 @@ struct Sim {
     Top* t;
     Ports p;
     uint64_t cycle = 0;
+#if VM_TRACE
+    // WAVES=1 builds: FRED_SOAK_VCD names the VCD file (10 ns clock, like the cocotb benches)
+    VerilatedVcdC* vcd = nullptr;
+    explicit Sim(Top* top) : t(top) {
+        bind_ports(t, p);
+        const char* path = std::getenv("FRED_SOAK_VCD");
+        if (path && *path) {
+            Verilated::traceEverOn(true);
+            vcd = new VerilatedVcdC;
+            t->trace(vcd, 99);
+            vcd->open(path);
+        }
+    }
+    ~Sim() { if (vcd) { vcd->close(); delete vcd; } }
+    inline void dump(uint64_t ns) { if (vcd) vcd->dump(ns); }
+#else
     explicit Sim(Top* top) : t(top) { bind_ports(t, p); }
-    inline void fall() { t->clk = 0; t->eval(); }
-    inline void rise() { t->clk = 1; t->eval(); cycle++; }
+    inline void dump(uint64_t) {}
+#endif
+    inline void fall() { t->clk = 0; t->eval(); dump(10 * cycle + 5); }
+    inline void rise() { t->clk = 1; t->eval(); cycle++; dump(10 * cycle); }
     void reset() {
         t->rst = 1;
         for (int k = 0; k < N_IN; k++) *p.in_valid[k] = 0;

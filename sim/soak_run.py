@@ -3,8 +3,9 @@ fabrics: :mod:`fred.sim.soak_fabric`).
 
 A soak is a number of *batches*; a batch is a list of phases (:class:`fred.sim.soak_io.StimPhase`)
 that one run of the harness replays back to back after a reset. :func:`run_batches` overlaps the
-work on two cores: while the harness simulates batch ``b``, Python checks batch ``b - 1`` and
-generates batch ``b + 1``.
+work on two cores: the harness run of batch ``b`` starts as soon as its stimulus is written, then
+Python checks batch ``b - 1`` (waiting for its run) and generates batch ``b + 1``, so at most
+two harness runs and the Python side share the machine.
 
 :func:`check_phase` is what every phase must satisfy: no hang, the stream rule on every output,
 every input beat accepted, exactly the expected number of beats on every output (none on an
@@ -23,6 +24,7 @@ import numpy as np
 
 from . import soak_build
 from .soak_io import read_results, unpack, write_stimulus
+from .toolchain import waves_requested
 
 __all__ = ["SoakStats", "run_batches", "check_phase", "span_rate"]
 
@@ -55,10 +57,13 @@ class SoakStats:
 def run_batches(design, batches: int, gen, check, seed: int, what: str) -> SoakStats:
     """Build ``design`` (a :class:`fred.sim.soak_build.SoakDesign`), then for each batch ``b``:
     ``gen(b)`` -> list of StimPhase, run the harness with seed ``seed + b``, and
-    ``check(b, phases, results)`` (results: a list of :class:`fred.sim.soak_io.PhaseResult`)."""
+    ``check(b, phases, results)`` (results: a list of :class:`fred.sim.soak_io.PhaseResult`).
+    With ``WAVES=1`` the harness is built with tracing and batch ``b`` writes
+    ``dump-SEED-bB.vcd`` in its build folder (named in a failure's message)."""
     stats = SoakStats()
     t0 = time.perf_counter()
-    exe = soak_build.build(design)
+    waves = waves_requested()
+    exe = soak_build.build(design, waves)
     stats.build_s = time.perf_counter() - t0
     sizes = dict(n_in=design.n_in, n_out=design.n_out, words=design.payload_words)
     t0 = time.perf_counter()
@@ -73,7 +78,8 @@ def run_batches(design, batches: int, gen, check, seed: int, what: str) -> SoakS
                 stim, out = tmp / f"stim{b % 2}.bin", tmp / f"out{b % 2}.bin"
                 write_stimulus(stim, phases, width=design.width, cfg_words=design.cfg_words,
                                **sizes)
-                running = (b, phases, out, soak_build.start(exe, stim, out, seed + b))
+                vcd = exe.parent.parent / f"dump-{seed}-b{b}.vcd" if waves else None
+                running = (b, phases, out, soak_build.start(exe, stim, out, seed + b, vcd), vcd)
             if pending is not None:
                 _collect(pending, sizes, check, stats, what, seed)
             if b + 1 < batches:
@@ -85,17 +91,23 @@ def run_batches(design, batches: int, gen, check, seed: int, what: str) -> SoakS
 
 
 def _collect(pending, sizes, check, stats, what, seed):
-    b, phases, out, proc = pending
+    b, phases, out, proc, vcd = pending
     cycles, secs = soak_build.finish(proc, f"{what} batch {b}")
     status, total, results = read_results(out, **sizes)
     stats.cycles += total
     stats.sim_s += secs
+    waves = f"; waves {vcd}" if vcd else ""
     if status != 0:
         ph = phases[len(results)]
         raise AssertionError(f"{what}: batch {b} phase {len(results)} ({ph.info.get('what', '')}) "
                              f"exceeded its budget of {ph.budget} cycles: a hang "
-                             f"(harness seed {seed + b})")
-    check(b, phases, results)
+                             f"(harness seed {seed + b}{waves})")
+    try:
+        check(b, phases, results)
+    except AssertionError as exc:
+        if not vcd:
+            raise
+        raise AssertionError(f"{exc}{waves}") from None
     stats.phases += len(results)
     stats.beats += sum(len(c) for r in results for c in r.out_cycles)
 

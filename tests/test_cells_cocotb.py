@@ -1,5 +1,8 @@
-"""Microswitch cells under cocotb + Verilator: regression, broken variant, lint, ``fred verilog``.
+"""Microswitch cells under Verilator: regression, broken variant, lint, ``fred verilog``.
 
+The regression soaks run on the compiled path (sim/soak_cells.py: the cocotb cell bench's
+checks on the same Verilog, replayed by a compiled harness); the cocotb bench itself
+(sim/tb_cells.py) runs in the broken-variant, watchdog and ``fred sim cell`` tests.
 ``make test`` runs a representative subset (every dtype and every cell kind at least once;
 lanes 1/4/32 and m 2/3/4 each at least once; one Verilator build per parameter set, every
 mode of the cell in one simulation). ``make regress`` (``-m regress``) runs the full cross
@@ -24,7 +27,9 @@ from fred.hdl.dtypes import dtype_names
 from fred.sim.lint import WAIVERS, lint
 from fred.hdl.modes import DMode, RDMode, RMode
 from fred.hdl.verilog import emit
+from fred.sim.soak_cells import cell_soak
 from fred.sim.tb_cells import representative_modes, run_cell_regression
+from fred.sim.toolchain import bench_seed
 
 #: beats per mode in the regression (the issue asks for at least 10,000)
 BEATS = int(os.environ.get("FRED_CELL_BEATS", "10000"))
@@ -39,15 +44,23 @@ SUBSET = [
 
 
 def _check_report(rep, kind, m, dtype, lanes, modes):
-    per = rep.per_mode()
+    """A compiled soak's figures (sim/soak_cells.py): every mode ran, latency and line rate."""
+    per = rep.modes
     assert len(per) == len(modes)
     for name, d in per.items():
         if name in ("sel=-,-", "src=-,-"):  # nothing connected: checked idle, no figures
             continue
         assert d["beats"] >= BEATS, (name, d)
         assert d["latency"] == CELL_CLASSES[kind].cell_latency(dtype), (name, d)
-        assert d["throughput"] == 1.0, (name, d)
-    assert rep.checked >= BEATS * len([md for md in modes if md not in (RMode(), DMode())])
+        assert d["throughput"] == "1.00", (name, d)
+    assert rep.stats.beats >= BEATS * len([md for md in modes if md not in (RMode(), DMode())])
+
+
+def _soak(kind, m, dtype, lanes, modes, default_seed):
+    rep = cell_soak(kind, middle=m, lanes=lanes, dtype=dtype, beats=BEATS, modes=modes,
+                    seed=bench_seed(default_seed))
+    print(rep.table())
+    _check_report(rep, kind, m, dtype, lanes, modes)
 
 
 def _id(p):
@@ -58,10 +71,7 @@ def _id(p):
 @pytest.mark.parametrize("params", SUBSET, ids=[_id(p) for p in SUBSET])
 def test_cell_regression(params):
     kind, m, dtype, lanes = params
-    modes = representative_modes(kind, m)
-    rep = run_cell_regression(kind, middle=m, lanes=lanes, dtype=dtype, beats=BEATS, modes=modes)
-    print(rep.table())
-    _check_report(rep, kind, m, dtype, lanes, modes)
+    _soak(kind, m, dtype, lanes, representative_modes(kind, m), SUBSET.index(params))
 
 
 _FULL = [("rd", 2, dt, ln) for dt in dtype_names() for ln in (1, 4, 32)] + \
@@ -79,10 +89,7 @@ def test_cell_regression_full(params):
     kind, m, dtype, lanes = params
     # every mode of every cell is checked exhaustively (fewer beats) under amaranth.sim in
     # tests/test_cells.py and with `fred sim cell --all-modes`; here the representative set
-    modes = representative_modes(kind, m)
-    rep = run_cell_regression(kind, middle=m, lanes=lanes, dtype=dtype, beats=BEATS, modes=modes)
-    print(rep.table())
-    _check_report(rep, kind, m, dtype, lanes, modes)
+    _soak(kind, m, dtype, lanes, representative_modes(kind, m), 100 + _FULL.index(params))
 
 
 def _sim_log(exc) -> str:

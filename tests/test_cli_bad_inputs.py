@@ -525,7 +525,7 @@ CASES = [
     ("collective --timing {d}/t_chiplets.json", "field summary.chiplets = 'FRED_3(12)' has the wrong type"),
     ("collective --timing {d}/t_no_summary.json", "missing field summary"),
     ("collective --timing {d}/t_summary_list.json", "field summary = [] has the wrong type"),
-    ("collective --timing {d}/t_version.json", "schema version 9, this fred reads versions 1, 2"),
+    ("collective --timing {d}/t_version.json", "schema version 9, this fred reads versions 1, 2, 3"),
     ("collective --timing {d}/t_kind.json", "not a FRED timing file (kind 'something-else'"),
     ("collective --timing {d}/t_lanes_zero.json", "field rtl.lanes = 0 must be > 0"),
     ("collective --timing {d}/t_dtype_num.json", "field rtl.dtype = 16 has the wrong type"),

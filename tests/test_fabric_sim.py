@@ -1,8 +1,10 @@
 """FRED_m(P) fabric under Verilator: random flow sets, random data and back-pressure, bit-exact.
 
+The random soaks run on the compiled path (sim/soak_fabric.py: the cocotb bench's checks, the
+same Verilog, a compiled harness); the flat Verilog form runs the cocotb bench (sim/tb_fabric.py).
 ``make test`` runs a representative subset (one m per P, small lanes); ``make regress`` the whole
 matrix P in {2, 3, 4, 5, 6, 7, 8, 10, 12} x m in {2, 3}. Every case derives its flow sets, data,
-pauses and back-pressure from one seed (``FRED_SEED`` to reproduce; printed by run_bench).
+pauses and back-pressure from one seed (``FRED_SEED`` to reproduce; printed in failures).
 """
 
 import random
@@ -12,6 +14,7 @@ import pytest
 from fred.hdl.fabric import fabric_latency, gapped_latency_bound
 from fred.sim.fabric_random import case_phases
 from fred.sim.measure_fabric import KINDS, kind_flows, run_fabric
+from fred.sim.soak_fabric import fabric_soak
 from fred.sim.toolchain import bench_seed
 
 PS = (2, 3, 4, 5, 6, 7, 8, 10, 12)
@@ -33,9 +36,18 @@ def _run_case(P, m, lanes, dtype, default_seed, beats=24, **kw):
     return res
 
 
+def _soak_case(P, m, lanes, dtype, default_seed, beats=200, batches=1):
+    """One regression case (sim/fabric_random.py) per batch on the compiled path."""
+    rep = fabric_soak(P, m, lanes, dtype, beats=beats, batches=batches, seed=bench_seed(default_seed))
+    print(rep.table())
+    assert rep.stats.phases >= 12 * batches
+    assert rep.latency_range["none"] == [rep.latency, rep.latency]
+    return rep
+
+
 @pytest.mark.parametrize("P,m,lanes,dtype", SUBSET, ids=[f"P{p}-m{m}-{t}" for p, m, _, t in SUBSET])
 def test_fabric_random_flows_subset(P, m, lanes, dtype):
-    _run_case(P, m, lanes, dtype, default_seed=1000 + 10 * P + m)
+    _soak_case(P, m, lanes, dtype, default_seed=1000 + 10 * P + m)
 
 
 def test_fabric_flat_build_matches():
@@ -47,22 +59,23 @@ def test_fabric_line_rate_and_latency():
     """1 beat/cycle/port for each flow kind at zero back-pressure; latency = stages x cell."""
     P, m, lanes, dtype = 5, 3, 1, "fp32"
     rng = random.Random(5)
-    phases = [kind_flows(k, P, rng) for k in KINDS]
-    res = run_fabric(P, m, lanes, dtype, phases, labels=list(KINDS), seed=bench_seed(5), beats=64,
-                     specials=False)
+    sets = [(kind_flows(k, P, rng), k) for k in KINDS]
+    # the soak fails a phase without back-pressure below 1 beat/cycle on any used port
+    rep = fabric_soak(P, m, lanes, dtype, beats=64, seed=bench_seed(5), flowsets=sets,
+                      settings=("none",), specials=False)
     want = fabric_latency(P, m, lanes, dtype)
-    assert res["latency_formula"] == want == 15
-    for kind, ph in zip(KINDS, res["phases"]):
-        rates = list(ph["out_rate"].values()) + list(ph["in_rate"].values())
-        assert min(rates) == 1.0, (kind, ph)
-        assert ph["latency"]["min"] == ph["latency"]["max"] == want, (kind, ph["latency"])
+    assert rep.latency == want == 15
+    assert [f["label"] for f in rep.phase_figures] == list(KINDS)
+    for f in rep.phase_figures:
+        assert f["latency"] == [want, want], f
 
 
 def test_fabric_wrong_config_fails():
     """A config for other flows (0->1, 1->0 instead of 0->0, 1->1) must make the checker fail."""
-    with pytest.raises(AssertionError, match="cocotb tests failed"):
-        run_fabric(3, 2, 2, "bf16", [["0>0", "1>1"]], config_phases=[["0>1", "1>0"]], seed=3,
-                   beats=8)
+    sets = [(["0>0", "1>1"], "pass")]
+    fabric_soak(3, 2, 2, "bf16", flowsets=sets, seed=3, beats=8)
+    with pytest.raises(AssertionError, match="output 0: .* lane mismatches"):
+        fabric_soak(3, 2, 2, "bf16", flowsets=sets, wrong_config=["0>1", "1>0"], seed=3, beats=8)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -76,36 +89,36 @@ MATRIX = [(P, m) for P in PS for m in MS]
 def test_fabric_regress(P, m):
     k = PS.index(P) * 2 + MS.index(m)
     dtype = DTYPES[k % len(DTYPES)]
-    _run_case(P, m, 2, dtype, default_seed=5000 + 10 * P + m, beats=48)
+    _soak_case(P, m, 2, dtype, default_seed=5000 + 10 * P + m, beats=500, batches=3)
 
 
 @pytest.mark.regress
 @pytest.mark.parametrize("P,m", [(12, 3), (10, 3)])
 def test_fabric_line_rate_regress(P, m):
     rng = random.Random(P)
-    res = run_fabric(P, m, 2, "fp16", [kind_flows(k, P, rng) for k in KINDS], labels=list(KINDS),
-                     seed=bench_seed(P), beats=100, specials=False)
-    for kind, ph in zip(KINDS, res["phases"]):
-        rates = list(ph["out_rate"].values()) + list(ph["in_rate"].values())
-        assert min(rates) == 1.0, (kind, ph)
-        assert ph["latency"]["max"] == res["latency_formula"], (kind, ph["latency"])
+    rep = fabric_soak(P, m, 2, "fp16", beats=1000, seed=bench_seed(P), settings=("none",),
+                      flowsets=[(kind_flows(k, P, rng), k) for k in KINDS], specials=False)
+    for f in rep.phase_figures:
+        assert f["latency"] == [rep.latency, rep.latency], f
 
 
 @pytest.mark.regress
 def test_fabric_fault_is_caught():
     """A fabric whose adders are broken (cells built with fault='corrupt-lane') fails bit-exact."""
-    with pytest.raises(AssertionError, match="cocotb tests failed"):
-        run_fabric(2, 2, 2, "fp16", [["0,1>0"]], seed=4, beats=8, fault="corrupt-lane")
+    with pytest.raises(AssertionError, match="lane mismatches"):
+        fabric_soak(2, 2, 2, "fp16", flowsets=[(["0,1>0"], "reduce")], seed=4, beats=8,
+                    fault="corrupt-lane")
 
 
 def _gapped(P, dtype, idle, seed, beats):
     """Reduce, all-reduce, multicast and unicast over all P ports with idling sources and no
     back-pressure: each phase's [min, max] latency (cycles from the last input accepted)."""
     allp = ",".join(map(str, range(P)))
-    phases = [[f"{allp}>0"], [f"{allp}>{allp}"], [f"0>{allp}"], [f"{p}>{(p + 1) % P}" for p in range(P)]]
-    res = run_fabric(P, 3, 1, dtype, phases, labels=["reduce", "all-reduce", "multicast", "unicast"],
-                     seed=seed, beats=beats, idle=idle, stall=0.0, specials=False)
-    return {ph["label"]: (ph["latency"]["min"], ph["latency"]["max"]) for ph in res["phases"]}
+    sets = [([f"{allp}>0"], "reduce"), ([f"{allp}>{allp}"], "all-reduce"), ([f"0>{allp}"], "multicast"),
+            ([f"{p}>{(p + 1) % P}" for p in range(P)], "unicast")]
+    rep = fabric_soak(P, 3, 1, dtype, beats=beats, seed=seed, flowsets=sets, settings=("idle",),
+                      idle=idle, specials=False)
+    return {f["label"]: tuple(f["latency"]) for f in rep.phase_figures}
 
 
 def test_fabric_latency_under_idle_sources():

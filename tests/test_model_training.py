@@ -71,9 +71,9 @@ def test_unknown_workload_one_line():
 @pytest.mark.parametrize("raw, msg", [
     ({"name": "x", "kind": "transformer", "layers": 2, "hidden": 10, "heads": 3, "seq": 4, "vocab": 5}, "multiple of heads"),
     ({"name": "x", "kind": "transformer", "layers": 2, "hidden": 12, "heads": 3, "seq": 4}, "missing field 'vocab'"),
-    ({"name": "x", "kind": "transformer", "layers": -2, "hidden": 12, "heads": 3, "seq": 4, "vocab": 5}, "'layers' must be > 0"),
+    ({"name": "x", "kind": "transformer", "layers": -2, "hidden": 12, "heads": 3, "seq": 4, "vocab": 5}, "field 'layers' = -2 is too small: must be >= 1"),
     ({"name": "x", "kind": "cnn"}, "unknown kind 'cnn'"),
-    ({"name": "x", "kind": "layers", "layer_list": [{"params": 1}]}, "bad layer #0"),
+    ({"name": "x", "kind": "layers", "layer_list": [{"params": 1}]}, r"layer_list\[0\]\): missing field 'fwd_flops'"),
     ({"name": "x", "kind": "layers", "mode": "streamy", "layer_list": [{"fwd_flops": 1, "params": 1, "act_bytes": 1}]}, "unknown mode"),
 ])
 def test_bad_workload_fields(raw, msg):

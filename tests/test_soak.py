@@ -125,6 +125,19 @@ def test_harness_checks_can_fail():
         _bad_block_soak(3)
 
 
+def test_waves_name_the_vcd(monkeypatch):
+    """``WAVES=1``: the harness is built with tracing and a failure names the batch's VCD."""
+    import re
+    from pathlib import Path
+
+    monkeypatch.setenv("WAVES", "1")
+    with pytest.raises(AssertionError, match="stream-rule violations") as exc:
+        _bad_block_soak(2)
+    vcd = Path(re.search(r"waves (\S+\.vcd)", str(exc.value)).group(1))
+    text = vcd.read_text()
+    assert "out0_valid" in text and "#10" in text
+
+
 def test_fabric_soak_short():
     rep = fabric_soak(4, 3, 1, "fp16", beats=100, seed=bench_seed(21))
     print(rep.table())

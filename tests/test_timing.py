@@ -137,3 +137,37 @@ def test_validate_accepts_good_document():
 def test_bad_clock(tmp_path):
     with pytest.raises(ValueError, match="clock_hz"):
         switch_timing(load_timing(_write(tmp_path, _doc())), clock_hz=0)
+
+
+def test_forwarding_from_the_switch_section(tmp_path):
+    """Schema 3: a switch section with cut_through_cycles makes the summary cut-through (its
+    figures from the header of the last input packet) and the model drops the store-and-forward
+    term of the FRED fabrics; without it (schema <= 2 files) nothing changes."""
+    import dataclasses
+
+    from fred.contract.timing import summarize
+    from fred.model.topology import build_fabric
+    sw = {"params": {"fabric_latency": 21}, "phase_switch_cycles": 7,
+          "first_data_cycles": {"same_config": 30}, "activation_cycles": {"new_config": 6},
+          "preemption_cycles": {"max": 35}}
+    d = _doc()
+    d["switch"] = sw
+    old = summarize(d)
+    assert old["forwarding"] == "store-and-forward" and old["switch_overhead_cycles"] == 9
+    d["switch"] = dict(sw, cut_through_cycles={"first_data": {"same_config": 33},
+                                               "activation": {"new_config": 8},
+                                               "preemption": {"max": 37}})
+    new = summarize(d)
+    assert new["forwarding"] == "cut-through"
+    assert (new["switch_overhead_cycles"], new["activation_cycles"], new["preemption_cycles_max"]) == (12, 8, 37)
+    d["summary"] = new
+    tf = load_timing(_write(tmp_path, d))
+    assert tf.cut_through and switch_timing(tf).cut_through
+    p = params.default_params()
+    cut = build_fabric("fred-d", dataclasses.replace(p, switch=switch_timing(tf)))
+    d["summary"] = old
+    saf = build_fabric("fred-d", dataclasses.replace(p, switch=switch_timing(load_timing(_write(tmp_path, d, "o.json")))))
+    assert cut.store_forward_bytes == 0 and saf.store_forward_bytes == 9 * 512
+    d["summary"] = dict(old, forwarding="wormhole")
+    with pytest.raises(TimingFileError, match="summary.forwarding = 'wormhole'"):
+        load_timing(_write(tmp_path, d, "w.json"))
