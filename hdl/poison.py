@@ -10,8 +10,10 @@ leaves with its check inverted (``LinkTx.poison``), so the receiver drops the pa
 (and a downstream switch drops it as corrupted).
 
 Which round: an input port streams the newest round it takes part in, and no newer round can
-start before it has fed it, so a truncation at input ``p`` hits, at every output ``q`` of ``p``'s
-round, ``q``'s newest round. Each output keeps its current and its queued round (an
+start before it has fed it, so a truncation at input ``p`` hits, at every output ``q`` that ``p``
+feeds in that round, ``q``'s newest round (only those: another flow of the phase, or another
+pair of an online round started in the same cycle, is left alone). Each output keeps its current
+and its queued round (an
 :class:`~fred.hdl.switch_control.OutputPort` holds at most one queued round), each with a poison
 bit; a round is pushed at ``OutputPort.start`` and popped when the output sends the last flit of
 a data packet. ``poisoned`` counts the flits sent poisoned.
@@ -26,15 +28,19 @@ from fred.contract.packet import DATA_VCS, VC_CTRL
 __all__ = ["poison_rounds"]
 
 
-def poison_rounds(m, sw, seen, outs, txs):
+def poison_rounds(m, sw, seen, outs, txs, round_src):
     """Drive ``txs[q].poison`` (module docstring); ``seen``: the ports as the control unit sees
-    them (their ``take``), ``outs``: the output ports, ``txs``: the link senders."""
+    them (their ``take``), ``outs``: the output ports, ``txs``: the link senders, ``round_src[q]``:
+    the inputs that feed output ``q`` in the round starting this cycle (its flow's inputs, or
+    online its pair's source)."""
     P = sw.P
-    starts = Cat(*[outs[q].start for q in range(P)])
     hit = [Const(0, 1)] * P              # a truncation this cycle hits output q's newest round
     for p in range(P):
         took = Signal(name=f"pz_took{p}")
         m.d.comb += took.eq(sum(seen[p].take[v] for v in DATA_VCS) != 0)
+        # only the outputs p feeds: another flow of the phase, or another pair of an online
+        # round, is not hit by p's truncation
+        starts = Cat(*[outs[q].start & round_src[q][p] for q in range(P)])
         round_outs = Signal(P, name=f"pz_outs{p}")     # the outputs of the round p streams
         now_outs = Mux(took, starts, round_outs)
         with m.If(took):

@@ -296,7 +296,7 @@ class Switch(wiring.Component):
         cu.start_round()
         cu.control_vc()
         cu.counters()
-        poison_rounds(m, self, seen, outs, txs)
+        poison_rounds(m, self, seen, outs, txs, cu.round_src)
         return m
 
     def _blocks(self, m):

@@ -329,3 +329,32 @@ def test_input_port_restart_truncates_a_taken_packet():
     assert rec["trunc"] == 1 and rec["err"] == 0
     assert rec["d"] == [1, 0, 0]                              # a: its flit, then zeros
     assert rec["head"].seq == 2 and rec["done"] == 1           # b whole, next at the head
+
+
+def test_online_round_corrupted_mid_packet_poisons_only_its_pair():
+    """Cut-through meets the online (default-index) route: inputs 0 -> 1 and 2 -> 3 share each
+    online round; packet 1 of input 0 has its second data flit corrupted on the link after its
+    round started (the links pause after the header, and the round of packet 0 ran with the
+    same pairs, so packet 1's starts at once). The switch counts the bad word, finds the gap at the next flit, completes the packet
+    with zeros and sends its last flit at output 1 poisoned; output 3, fed by input 2 in the same
+    round, is not touched (a switch that poisons every output of the round fails here)."""
+    from tests.test_switch import _run_switch, _small_switch
+    rng = random.Random(3)
+    pkts = {p: [pk.Packet(pk.Header.data(pk.VC_DP, pk.DEFAULT_PHASE, k, 4, port=p + 1),
+                          tuple(rng.randrange(1 << FB) for _ in range(4))) for k in range(3)]
+            for p in (0, 2)}
+    sends = {p: [w for x in pkts[p] for w in pk.pack(x, FB)] for p in (0, 2)}
+    sends[0][6:6] = [None] * 6      # the links pause after packet 1's header: its round starts
+    sends[2][6:6] = [None] * 12     # before the data come, and input 2's is still running when
+    sw = _small_switch()            # input 0's packet breaks
+    bad = []
+    outs, res = _run_switch(sw, [], sends, cycles=120, corrupt=((0, 7),), poisoned=bad)
+
+    def fwd(x, p):                  # what the switch sends: the port byte names the source
+        return pk.Packet(pk.Header.data(x.header.vc, x.header.phase, x.header.seq, 4, port=p), x.data)
+
+    assert [q for q, _ in bad] == [1] and res.get("poisoned") == 1
+    assert res.get("err_crc") == 1 and res.get("err_lost") == 1
+    assert res["err_packet"] == 0 and res["err_phase"] == 0
+    assert outs[1] == [fwd(pkts[0][0], 0), fwd(pkts[0][2], 0)]            # packet 1 dropped
+    assert outs[3] == [fwd(x, 2) for x in pkts[2]]

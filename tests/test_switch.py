@@ -300,14 +300,14 @@ def test_output_port_credits_and_control_first():
 
 # -- whole switch, ideal fabric (fast) ---------------------------------------------------------
 def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credits_out=None,
-                lose=(), poisoned=None):
+                lose=(), poisoned=None, corrupt=()):
     """Drive ``sw``: ``sends[p]`` = link words (sealed into wire words here; None: an idle
-    cycle between packets); ``lose`` = (port,
-    index) of words sealed but lost on the link; ``poisoned`` (a list) collects (output, data)
-    of words the switch sent with a bad check (else any is an error). Returns (packets per
-    output, counters)."""
+    cycle, between packets or inside one); ``lose`` = (port, index) of words sealed but lost on the link,
+    ``corrupt`` = (port, index) of words that reach the switch with bit 0 of their data flipped;
+    ``poisoned`` (a list) collects (output, data) of words the switch sent with a bad check
+    (else any is an error). Returns (packets per output, counters)."""
     P = sw.P
-    lose = set(lose)
+    lose, corrupt = set(lose), set(corrupt)
     sent = {p: 0 for p in range(P)}
     start = {q: 0 for q in range(P)}       # where the packet being received starts in got[q]
     got = {q: [] for q in range(P)}
@@ -329,7 +329,7 @@ def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credi
         for c in range(cycles):
             for p in range(P):
                 q = queues.get(p, [])
-                if q and q[0] is None and left[p] == 0:     # an idle cycle between packets
+                if q and q[0] is None:                      # an idle cycle
                     q.pop(0)
                     ctx.set(sw.i[p].valid, 0)
                     for v in range(4):
@@ -350,6 +350,8 @@ def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credi
                 wire_word = seal[p].seal(q[0]) if go else 0
                 if go and (p, sent[p]) in lose:
                     wire_word = None
+                elif go and (p, sent[p]) in corrupt:
+                    wire_word ^= 1
                 ctx.set(sw.i[p].valid, go and wire_word is not None)
                 ctx.set(sw.i[p].payload.as_value(), wire_word or 0)
                 if go:
