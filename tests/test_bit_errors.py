@@ -96,3 +96,28 @@ def test_link_faults_needs_schema_4(tmp_path):
     doc["link_faults"] = SECTION
     with pytest.raises(TimingFileError, match="needs schema version 4"):
         load_timing(_write(tmp_path, json.loads(json.dumps(doc))))
+
+
+@pytest.mark.parametrize("version", [1, 3, 4])
+def test_file_without_link_faults_reads_and_refuses_a_bit_error_rate(tmp_path, version):
+    """A schema 1-3 file (the embedded default until it is regenerated) and a schema 4 file
+    without the optional section read as before: no curve, no derating unless asked; asking for
+    a bit-error rate is one line naming the rate and the schema that has the curve."""
+    doc = _doc()
+    doc["schema_version"] = version
+    tf = load_timing(_write(tmp_path, doc))
+    assert tf.schema_version == version and tf.link_faults is None
+    st = switch_timing(tf)
+    assert st.fault_curve == ()
+    base = params.default_params().replace(switch=st)
+    assert base.bit_error_goodput == 1.0
+    with pytest.raises(ValueError, match=r"bit-error rate 1e-12 needs the measured goodput curve.*"
+                                         r"schema 4"):
+        base.replace(bit_error_rate=1e-12)
+
+
+def test_embedded_default_reads_without_link_faults():
+    tf = load_timing(None)
+    assert tf.schema_version in (1, 2, 3, 4)
+    if tf.schema_version < 4:
+        assert tf.link_faults is None and switch_timing(tf).fault_curve == ()
