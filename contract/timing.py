@@ -350,8 +350,11 @@ def load_timing(path=None) -> TimingFile:
         problem = input_problem(path, MAX_TIMING_BYTES)
         if problem == "is a folder, not a file":
             problem = "is a directory"
-        if problem:
+        if problem == "no such file":
             raise TimingFileError(f"timing file {name}: {problem}; {_fix(name)}")
+        if problem:    # a folder or a device: nothing to regenerate there
+            raise TimingFileError(f"timing file {name}: {problem}; give the path of a timing file "
+                                  f"(written by `fred characterize -o FILE`)")
         try:
             text = decode_text(read_input(path, "timing file", MAX_TIMING_BYTES), f"timing file {name}")
         except ValueError as exc:

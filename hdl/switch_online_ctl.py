@@ -83,9 +83,14 @@ class OnlineRounds:
                 else:
                     en = (self.rr <= p) if i < P else (self.rr > p)
                 dst = f_port(cu.hw(p, v))[:max(1, (P - 1).bit_length())]
-                take = en & want[p] & ~claimed.bit_select(dst, 1)
+                take = Signal(name=f"on_take{v}_{i}")
+                m.d.comb += take.eq(en & want[p] & ~claimed.bit_select(dst, 1))
                 picked[p] = picked[p] | take
-                claimed = claimed | Mux(take, (Const(1, P) << dst)[:P], 0)
+                # a signal per step: an expression used twice per step would be emitted twice,
+                # and the chain would grow as 2 ** (2 P) in the Verilog
+                nxt = Signal(P, name=f"on_claimed{v}_{i}")
+                m.d.comb += nxt.eq(claimed | Mux(take, (Const(1, P) << dst)[:P], 0))
+                claimed = nxt
             m.d.comb += [self.sel[v].eq(Cat(*picked)), self.go[v].eq(self.sel[v] != 0)]
 
     def latch(self, vc):

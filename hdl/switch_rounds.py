@@ -489,5 +489,8 @@ class ControlUnit:
         for v in range(4):
             mx = ports[0].peak[v]
             for p in range(1, P):
-                mx = Mux(ports[p].peak[v] > mx, ports[p].peak[v], mx)
+                # a signal per step: ``mx`` is used twice, an expression would double each step
+                nxt = Signal.like(ports[p].peak[v], name=f"peak_max{v}_{p}")
+                m.d.comb += nxt.eq(Mux(ports[p].peak[v] > mx, ports[p].peak[v], mx))
+                mx = nxt
             m.d.comb += sw.peak[v].eq(mx)

@@ -134,7 +134,8 @@ def _check_outputs(dut, b, exp, want):
             else:
                 got_data[stream_key(q, h)].append(packet)
                 got_times[stream_key(q, h)].append((t0, t_end))
-    for key in sorted(set(exp.data) | set(got_data)):
+    # keys: (output, phase) and (output, (255, port, vc)) for online streams: sort as text
+    for key in sorted(set(exp.data) | set(got_data), key=lambda k: (k[0], repr(k[1]))):
         e, g = exp.data.get(key, []), got_data.get(key, [])
         assert len(e) == len(g), f"output {key[0]} stream {key[1]}: {len(g)} packets, expected {len(e)}"
         for k, (pe, pg) in enumerate(zip(e, g)):

@@ -394,6 +394,9 @@ CASES = [
     ("sim cell rd --seed 0x100000000", "--seed 4294967296 is too large"),
     ("sim cell rd --seed 99999999999999999999999", "--seed 99999999999999999999999 is too large"),
     ("sim cell rd --seed abc", "--seed 'abc' is not a whole number"),
+    ("sim cell rd --seed 1_0", "--seed '1_0' is not a whole number"),
+    ("sim cell rd --seed \u0661\u0662", "--seed '\u0661\u0662' is not a whole number"),
+    ("sim cell rd --seed 0x", "--seed '0x' is not a whole number"),
     ("sim cell rd --middle 3", "--middle 3 does not apply to rd"),
     # characterize
     ("characterize --chiplets 12,12", "--chiplets names '12' twice"),

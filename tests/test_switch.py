@@ -534,3 +534,23 @@ def test_cli_verilog_switch_emits(tmp_path):
     assert r.returncode == 0, r.stderr
     text = out.read_text()
     assert "module fred_switch_p4_m3" in text and "credit_o__3" in text
+
+
+def test_control_unit_verilog_grows_polynomially():
+    """The switch's top module (the control unit: online candidates, peak occupancy, rounds)
+    grows polynomially with the ports. An expression used twice per step of a chain is emitted
+    twice, so such a chain doubles per port (it made the 5-port top module 11x the 3-port one,
+    and the 12-port switch could not be emitted); with a signal per step it grows by about a
+    third per port."""
+    import re
+
+    from fred.hdl.switch import Switch
+    from fred.hdl.verilog import emit
+
+    def top_lines(P):
+        text = emit(Switch(P, lanes=2, dtype="int32", fabric="ideal"), name="sw")
+        body = re.search(r"^module sw\(.*?^endmodule", text, re.M | re.S).group(0)
+        return body.count("\n")
+
+    small, large = top_lines(3), top_lines(5)     # 6,821 and 11,706 lines (126,086 doubling)
+    assert large < 2.2 * small, (small, large)

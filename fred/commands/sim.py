@@ -31,12 +31,14 @@ MAX_SEED = 2**32 - 1
 def _seed(text):
     from .options import integer
 
+    import re
+
     t = str(text).strip()
-    base = 16 if t.lower().startswith(("0x", "-0x", "+0x")) else 10
-    try:
-        value = int(t, base)
-    except ValueError:
-        raise ValueError(f"--seed {text!r} is not a whole number") from None
+    # ASCII digits only: int() would also take '1_0' and other scripts' digits
+    m = re.fullmatch(r"([+-]?)(0[xX][0-9a-fA-F]+|[0-9]+)", t, re.ASCII)
+    if not m:
+        raise ValueError(f"--seed {text!r} is not a whole number (decimal or 0x hex)")
+    value = int(m.group(1) + m.group(2), 16 if m.group(2)[:2].lower() == "0x" else 10)
     return integer("--seed", 0, MAX_SEED)(str(value))
 
 
@@ -64,7 +66,7 @@ def add_arguments(parser):
     p = sub.add_parser("cell", help="one microswitch cell, every mode, random back-pressure",
                        description="regression of one microswitch cell: every mode in one "
                                    "simulation, random beats with special values, source "
-                                   "idles and sink back-pressure 0/50/90%%, bit-exact")
+                                   "idles and sink back-pressure 0/50/90%, bit-exact")
     p.add_argument("kind", choices=("r", "d", "rd"), help="cell kind")
     p.add_argument("--middle", "-m", type=integer("--middle", 2, MAX_MIDDLE), default=None, metavar="M",
                    help=f"m, 2..{MAX_MIDDLE}: outputs of r, inputs of d (default 3; not for rd, always 2 x 2)")
