@@ -48,6 +48,16 @@ of at least :data:`ONLINE_HEADER_BITS` (56) bits: narrower links cannot carry on
 packets (the switch then drops default-index packets, see docs/switch.md). The switch drops malformed packets
 (and packets whose framing disagrees with ``length``) and counts them; see docs/switch.md.
 
+Link integrity (the wire)
+-------------------------
+On the wire every flit carries a sideband protected with it by a CRC (:class:`WireFormat`,
+docs/switch.md "Link integrity"): ``last``, ``head`` (first flit of a packet), ``probe`` (a
+credit probe, not a flit of any packet), the flit's ``vc``, ``fseq`` (per-VC flit sequence
+number, :func:`fseq_bits_for` bits) and ``check`` = CRC-32C (Castagnoli, polynomial
+``0x1EDC6F41``) over every other wire bit, inverted. The switch checks it at every input and
+regenerates it at every output (its outputs carry sums); the receiving endpoint checks it too.
+Link protocol (gaps, duplicates, credits of lost flits): :mod:`fred.contract.link`.
+
 Priority between data VCs is MP > PP > DP (:data:`PRIORITY`). The paper's sizes: data packet
 4 KB, control packet 512 B, flit 512 B, header 6 B, Go-Back-N with one cumulative ACK per 16
 data packets.
@@ -64,6 +74,7 @@ __all__ = [
     "Header", "Packet", "PacketError", "check_byte", "encode_header", "decode_header",
     "header_errors", "is_header_valid", "pack", "unpack", "split_packets", "link_word",
     "word_fields", "flit_from_lanes", "lanes_from_flit",
+    "CRC_BITS", "CRC_POLY", "crc32c", "crc_columns", "WireFormat", "Wire", "fseq_bits_for",
 ]
 
 HEADER_BITS = 48
@@ -265,3 +276,113 @@ def flit_from_lanes(values, width: int) -> int:
 def lanes_from_flit(flit: int, width: int, lanes: int) -> list:
     mask = (1 << width) - 1
     return [(flit >> (k * width)) & mask for k in range(lanes)]
+
+
+# -- link integrity: CRC-32C over every wire bit (docs/switch.md, "Link integrity") -----------------
+CRC_BITS = 32
+#: CRC-32C (Castagnoli), normal form; Hamming distance 6 up to 5,243 message bits (Koopman), so
+#: any 5 flipped bits of a 512-byte flit with its sideband are detected, and every burst <= 32 bits
+CRC_POLY = 0x1EDC6F41
+_CRC_MASK = (1 << CRC_BITS) - 1
+
+
+def _crc_table():
+    table = []
+    for b in range(256):
+        c = b << 24
+        for _ in range(8):
+            c = ((c << 1) ^ CRC_POLY) & _CRC_MASK if c & 0x80000000 else (c << 1) & _CRC_MASK
+        table.append(c)
+    return table
+
+
+_TABLE = _crc_table()
+
+
+def crc32c(message: int, nbits: int) -> int:
+    """Remainder of ``message(x) * x^32`` modulo the CRC-32C polynomial, where bit ``i`` of the
+    ``nbits``-bit ``message`` is the coefficient of ``x^i`` (no initial value, no final XOR: the
+    wire's check is this value inverted, :meth:`WireFormat.check_of`)."""
+    if message < 0 or message >> nbits:
+        raise ValueError(f"CRC message {message:#x} does not fit in {nbits} bits")
+    c = 0
+    for b in message.to_bytes((nbits + 7) // 8, "big"):
+        c = ((c << 8) & _CRC_MASK) ^ _TABLE[(c >> 24) ^ b]
+    return c
+
+
+def crc_columns(nbits: int) -> list:
+    """``crc32c(1 << i, nbits)`` for every message bit ``i`` (the CRC is linear: the check bit
+    ``j`` of the RTL is the XOR of the message bits whose column has bit ``j`` set)."""
+    cols, c = [], CRC_POLY           # x^32 mod G
+    for _ in range(nbits):
+        cols.append(c)
+        c = ((c << 1) ^ CRC_POLY) & _CRC_MASK if c & 0x80000000 else (c << 1) & _CRC_MASK
+    return cols
+
+
+def fseq_bits_for(*windows) -> int:
+    """Bits of the per-VC flit sequence number on the wire: gaps of up to ``max(windows)``
+    flits (a receiver's buffer of one VC) and the duplicate of the previous flit must be told
+    apart, so ``2**bits > 2 * max + 1``; at least 8."""
+    w = max([int(x) for x in windows] + [1])
+    return max(8, (2 * w + 1).bit_length())
+
+
+@dataclass(frozen=True)
+class Wire:
+    """The fields of one wire word (see :class:`WireFormat`)."""
+    data: int
+    last: bool
+    head: bool
+    probe: bool
+    vc: int
+    fseq: int
+    check: int
+    ok: bool           # the check matches
+
+
+class WireFormat:
+    """Wire word of a link with ``flit_bits`` data bits and ``fseq_bits`` sequence bits.
+
+    LSB first: ``data`` (flit_bits), ``last``, ``head``, ``probe``, ``vc`` (2), ``fseq``
+    (fseq_bits), ``check`` (32) -- the Amaranth layout :func:`fred.hdl.linkcheck.wire_layout`.
+    ``data | last << flit_bits`` is the link word of :func:`pack`, so :func:`word_fields` reads
+    a wire word too. ``check`` = ~CRC-32C of the ``covered`` low bits.
+    """
+
+    def __init__(self, flit_bits: int, fseq_bits: int = 8):
+        _check_flit_bits(flit_bits)
+        if not isinstance(fseq_bits, int) or not 4 <= fseq_bits <= 16:
+            raise PacketError(f"flit sequence width {fseq_bits!r} must be 4..16 bits")
+        self.flit_bits, self.fseq_bits = flit_bits, fseq_bits
+        F = flit_bits
+        self.off_last, self.off_head, self.off_probe, self.off_vc = F, F + 1, F + 2, F + 3
+        self.off_fseq = F + 5
+        self.covered = F + 5 + fseq_bits
+        self.width = self.covered + CRC_BITS
+        self.fseq_mod = 1 << fseq_bits
+
+    def check_of(self, low: int) -> int:
+        return crc32c(low & ((1 << self.covered) - 1), self.covered) ^ _CRC_MASK
+
+    def seal(self, data: int, last: bool, head: bool, vc: int, fseq: int, probe: bool = False) -> int:
+        """The wire word of one flit (or of a probe) with its check."""
+        if not 0 <= data < (1 << self.flit_bits):
+            raise PacketError(f"flit data {data:#x} does not fit in {self.flit_bits} bits")
+        if not 0 <= vc < 4 or not 0 <= fseq < self.fseq_mod:
+            raise PacketError(f"vc {vc!r} / flit sequence {fseq!r} out of range")
+        low = (data | int(bool(last)) << self.off_last | int(bool(head)) << self.off_head
+               | int(bool(probe)) << self.off_probe | vc << self.off_vc | fseq << self.off_fseq)
+        return low | self.check_of(low) << self.covered
+
+    def fields(self, word: int) -> Wire:
+        low = word & ((1 << self.covered) - 1)
+        check = (word >> self.covered) & _CRC_MASK
+        return Wire(data=word & ((1 << self.flit_bits) - 1), last=bool(word >> self.off_last & 1),
+                    head=bool(word >> self.off_head & 1), probe=bool(word >> self.off_probe & 1),
+                    vc=word >> self.off_vc & 3, fseq=(word >> self.off_fseq) & (self.fseq_mod - 1),
+                    check=check, ok=check == self.check_of(low) and not word >> self.width)
+
+    def is_probe(self, word: int) -> bool:
+        return bool(word >> self.off_probe & 1)

@@ -32,7 +32,7 @@ __all__ = ["SCHEMA_VERSION", "SCHEMA_CHANGES", "READ_VERSIONS", "KIND", "DEFAULT
            "validate_timing", "summarize", "write_timing", "default_timing_path", "FLOW_KINDS"]
 
 #: the schema this module writes
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: what each schema version changed; the reader reads every version listed here
 SCHEMA_CHANGES = {
     1: "the first schema: cells, fabrics, switch, summary",
@@ -44,6 +44,10 @@ SCHEMA_CHANGES = {
        "summary takes its switch figures from cut_through_cycles. A version 1 or 2 file is a "
        "store-and-forward switch (latencies from the last input flit): it reads the same, and "
        "the model keeps charging one packet's link time per switch hop for it",
+    4: "adds the optional section link_faults (goodput of Go-Back-N through the switch vs the "
+       "fault rate per flit, measured by the fault bench: sim/measure_faults.py); the model "
+       "derates its links by it for a chosen bit-error rate; a version 1, 2 or 3 file reads the "
+       "same, without that section (no bit-error derating possible)",
 }
 READ_VERSIONS = tuple(SCHEMA_CHANGES)
 #: file kind marker
@@ -128,6 +132,11 @@ class TimingFile:
     def clock(self) -> dict | None:
         """The optional ``clock`` section (gate levels, FPGA fmax; ``fred timing``), or None."""
         return self.data.get("clock")
+
+    @property
+    def link_faults(self) -> dict | None:
+        """The goodput-vs-fault-rate curve (schema 4; None when the file has none)."""
+        return self.data.get("link_faults")
 
     @property
     def area_at_width(self) -> dict | None:
@@ -243,6 +252,11 @@ def validate_timing(doc, path="<timing>") -> dict:
             raise TimingFileError(f"timing file {path}: section area_at_width needs schema version 2 "
                                   f"(this file says {ver}); {_fix(path)}")
         _area_at_width(doc["area_at_width"], path)
+    if doc.get("link_faults") is not None:
+        if ver < 4:
+            raise TimingFileError(f"timing file {path}: section link_faults needs schema version 4 "
+                                  f"(this file says {ver}); {_fix(path)}")
+        _link_faults(doc["link_faults"], path)
     return doc
 
 
@@ -292,6 +306,32 @@ def _area_at_width(sec, path) -> None:
     for name, d in _need(sec, "designs", dict, w, path).items():
         for key in ("cells", "flipflops", "ge", "logic_mm2", "sram_bits", "sram_mm2", "total_mm2"):
             _num(d, key, f"{w}designs.{name}.", path)
+
+
+def _link_faults(sec, path) -> None:
+    """Schema 4's optional section: the measured goodput curve, rates increasing."""
+    w = "link_faults."
+    if not isinstance(sec, dict):
+        raise TimingFileError(f"timing file {path}: field link_faults is not an object; {_fix(path)}")
+    for key in ("ports", "lanes", "flit_bits", "wire_bits", "baseline_cycles"):
+        _num(sec, key, w, path, positive=True, high=MAX_CYCLES if key == "baseline_cycles" else None)
+    if _num(sec, "packet_flits", w, path, positive=True, high=256) < 2:
+        raise TimingFileError(f"timing file {path}: field {w}packet_flits must be >= 2 (a header "
+                              f"and data); {_fix(path)}")
+    _need(sec, "dtype", str, w, path)
+    pts = _need(sec, "points", list, w, path)
+    if not pts:
+        raise TimingFileError(f"timing file {path}: field {w}points is empty; {_fix(path)}")
+    last = -1.0
+    for k, pt in enumerate(pts):
+        where = f"{w}points[{k}]."
+        rate = _num(pt, "rate_per_flit", where, path, high=1.0)
+        _num(pt, "goodput", where, path, positive=True, high=2.0)
+        _num(pt, "retransmissions", where, path)
+        if rate <= last:
+            raise TimingFileError(f"timing file {path}: {where}rate_per_flit = {rate!r} does not "
+                                  f"increase; {_fix(path)}")
+        last = rate
 
 
 def load_timing(path=None) -> TimingFile:

@@ -1,7 +1,7 @@
 """Progress of long commands on a terminal (tqdm), nothing anywhere else.
 
 One helper for every command that can take more than a couple of seconds (``fred verilog
-switch``/``fabric``, ``fred sim cell``, ``fred characterize``, ``fred compare``, ``fred
+switch``/``fabric``, ``fred sim cell``, ``fred sim faults``, ``fred characterize``, ``fred compare``, ``fred
 estimate``, ``fred sweep``, ``fred route --study``):
 
 * :func:`enabled` -- show progress only when standard output *and* standard error are terminals

@@ -7,7 +7,8 @@ Ports (``P`` = ports; a *link* is a stream of ``{data: flit_bits, last: 1}``,
 ``flit_bits = lanes * dtype.width``):
 
 ==================  ====  =====================================================================
-``i[p]``            In    link from the sender at port p (``ready`` is always 1: credits)
+``i[p]``            In    link from the sender at port p (``ready`` is always 1: credits); links
+                          are wire words (:class:`fred.contract.packet.WireFormat`: flit + CRC)
 ``credit_o[p]``     Out   per VC, credits returned to that sender this cycle (count)
 ``o[p]``            Out   link to the receiver at port p (honours ``ready`` back-pressure)
 ``credit_i[p]``     In    per VC, credits the receiver at port p returns this cycle (count)
@@ -16,6 +17,12 @@ Ports (``P`` = ports; a *link* is a stream of ``{data: flit_bits, last: 1}``,
 ``err_phase``       Out   packets dropped: unknown/unloaded/default phase index, port not in
                           the phase, lengths of one round differ, control packet for an output
                           that is not in the phase
+``err_crc``         Out   wire words that failed the check (corrupted on the link), dropped
+``err_lost``        Out   flits found lost on the links (per-VC flit sequence gaps)
+``err_dup``         Out   duplicated flits dropped
+``err_stale``       Out   head packets dropped by the sequence alignment (:mod:`fred.hdl.seqalign`)
+``poisoned``        Out   flits sent with their check inverted: the last flit of a round whose
+                          input packet was truncated after it started (:mod:`fred.hdl.poison`)
 ``cfg_rejects``     Out   rejected configuration writes
 ``active``          Out   a round is in progress; ``act_phase`` / ``act_vc`` name it
 ``round_start``     Out   pulse: a round starts (takes its input headers) this cycle
@@ -65,10 +72,13 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from fred.contract.checks import check_int
-from fred.contract.packet import DEFAULT_PHASE, HEADER_BITS, ONLINE_HEADER_BITS
+from fred.contract.packet import DEFAULT_PHASE, HEADER_BITS, ONLINE_HEADER_BITS, fseq_bits_for
 
 from .dtypes import get_dtype
 from .hier import emit_modules, input_bits, instantiate, resolve_form
+from .linkcheck import LinkRx, LinkTx, wire_layout
+from .poison import poison_rounds
+from .seqalign import align, outputs
 from .fabric import MAX_MODULE_PORT_BITS, Fabric, config_bits
 from .params import check_lanes, rejecting
 from .routing import route
@@ -93,8 +103,12 @@ PAPER_MAX_LEN = 8
 #: build-time faults (tests only: the switch and overlap benches must catch each):
 #: ``credit-twice`` (input port 0 returns its first data-VC credit twice), ``header-off-by-one``
 #: (output headers carry phase index + 1), ``prio-reversed`` (DP > PP > MP between rounds)
-#: ``activate-early`` (a phase starts without waiting for input port 0's packet)
-SWITCH_FAULTS = (None, "credit-twice", "header-off-by-one", "prio-reversed", "activate-early")
+#: ``activate-early`` (a phase starts without waiting for input port 0's packet); the fault
+#: bench's (sim/tb_faults.py): ``no-crc-check`` (inputs accept corrupted words), ``no-align`` (no
+#: sequence alignment, :mod:`fred.hdl.seqalign`), ``nack-no-fanout`` (a NACK reaches only the
+#: lowest input port of its flow)
+SWITCH_FAULTS = (None, "credit-twice", "header-off-by-one", "prio-reversed", "activate-early",
+                 "no-crc-check", "no-align", "nack-no-fanout")
 #: the fabrics a switch can be built with
 FABRICS = ("fred", "ideal")
 
@@ -117,6 +131,10 @@ class Switch(wiring.Component):
     online : route default-index (255) packets online (docs/switch.md): ``None`` (default) =
         when the switch can (``middle >= 3`` and flits of at least 56 bits for the header's port
         byte), ``True`` = required (ValueError when it cannot), ``False`` = drop and count them
+    fseq_bits : per-VC flit sequence bits on the wire (default: :func:`fseq_bits_for` the
+        buffers, at least 8, i.e. receive windows up to 127 flits)
+    probe_idle : idle cycles after which an output link probes a VC that sent flits
+        (:class:`~fred.hdl.linkcheck.LinkTx`; 0 = never)
     """
 
     def __init__(self, ports: int, middle: int = 3, lanes: int = 4, dtype="fp16", *,
@@ -124,7 +142,7 @@ class Switch(wiring.Component):
                  max_len: int = PAPER_MAX_LEN, out_credits=None, table_entries=None,
                  table_bytes: int = TABLE_BUDGET_BYTES, fabric: str = "fred",
                  config_settle: int = 1, counter_bits: int = 16, online=None, fault=None,
-                 _shared=None, _hier=False):
+                 fseq_bits=None, probe_idle: int = 256, _shared=None, _hier=False):
         with rejecting(self):
             ports, middle, lanes, data_depth, ctrl_depth, max_len, table_entries, config_settle, counter_bits = \
                 self._check(ports, middle, lanes, dtype, data_depth, ctrl_depth, max_len,
@@ -134,6 +152,9 @@ class Switch(wiring.Component):
                 raise ValueError(f"unknown switch fault {fault!r}; known: "
                                  + ", ".join(f for f in SWITCH_FAULTS if f))
         self.fault = fault
+        self.fseq_bits = fseq_bits_for(*self.depths, *self.out_credits) if fseq_bits is None \
+            else fseq_bits
+        self.probe_idle = probe_idle
         self.config_settle = config_settle
         self.counter_bits = counter_bits
         self.fabric_kind = fabric
@@ -152,7 +173,7 @@ class Switch(wiring.Component):
         cb = self._ports[0].credit_bits
         self.credit_bits = cb
         lw = max(self.depths).bit_length()
-        link = stream.Signature(link_layout(self.flit_bits))
+        link = stream.Signature(wire_layout(self.flit_bits, self.fseq_bits))
         super().__init__({
             "i": In(link).array(ports),
             "o": Out(link).array(ports),
@@ -162,6 +183,9 @@ class Switch(wiring.Component):
             "err_packet": Out(counter_bits),
             "err_phase": Out(counter_bits),
             "cfg_rejects": Out(counter_bits),
+            "err_crc": Out(counter_bits), "err_lost": Out(counter_bits),
+            "err_dup": Out(counter_bits), "err_stale": Out(counter_bits),
+            "poisoned": Out(counter_bits),
             "active": Out(1), "act_phase": Out(8), "act_vc": Out(2),
             "round_start": Out(1), "ready_vcs": Out(4),
             "peak": Out(data.ArrayLayout(lw, 4)),
@@ -255,20 +279,24 @@ class Switch(wiring.Component):
                 "config_bits": self.config_width, "fabric": self.fabric_kind,
                 "fabric_latency": self.fabric_latency, "config_settle": self.config_settle,
                 "credit_bits": self.credit_bits, "online": self.online,
-                "forwarding": "cut-through"}
+                "forwarding": "cut-through", "fseq_bits": self.fseq_bits,
+                "probe_idle": self.probe_idle}
 
     # -- RTL -----------------------------------------------------------------------------------
     def elaborate(self, platform):
         m = Module()
         ports, fab, tab, outs = self._blocks(m)
-        self._datapath(m, ports, fab, outs)
-        cu = self.control = ControlUnit(self, m, ports, fab, tab, outs)
+        txs = self._datapath(m, ports, fab, outs)
+        seen, n_stale = align(m, self, ports)          # the ports as the control unit sees them
+        m.d.sync += self.err_stale.eq(self.err_stale + n_stale)
+        cu = self.control = ControlUnit(self, m, seen, fab, tab, outputs(m, self, outs))
         cu.round_state()
         cu.scanner()
         cu.sequencer()
         cu.start_round()
         cu.control_vc()
         cu.counters()
+        poison_rounds(m, self, seen, outs, txs, cu.round_src)
         return m
 
     def _blocks(self, m):
@@ -296,9 +324,20 @@ class Switch(wiring.Component):
 
     def _datapath(self, m, ports, fab, outs):
         """Links and credits to the ports; input port -> fabric -> output port per port."""
+        rxs = [self._port(m, f"lrx{p}", LinkRx(self.flit_bits, self.fseq_bits, self.depths,
+                                               check=self.fault != "no-crc-check"),
+                          f"lrx_d{'_'.join(map(str, self.depths))}_s{self.fseq_bits}"
+                          + ("_nocheck" if self.fault == "no-crc-check" else ""))
+               for p in range(self.P)]
+        txs = [self._port(m, f"ltx{p}", LinkTx(self.flit_bits, self.fseq_bits, self.probe_idle),
+                          f"ltx_s{self.fseq_bits}_i{self.probe_idle}") for p in range(self.P)]
+        self._link_counters(m, rxs)
         for p in range(self.P):
-            wiring.connect(m, wiring.flipped(self.i[p]), ports[p].i)
-            m.d.comb += self.credit_o[p].eq(ports[p].credit)
+            wiring.connect(m, wiring.flipped(self.i[p]), rxs[p].i)
+            wiring.connect(m, rxs[p].o, ports[p].i)
+            m.d.comb += ports[p].restart.eq(rxs[p].restart)
+            for v in range(4):
+                m.d.comb += self.credit_o[p][v].eq(ports[p].credit[v] + rxs[p].credit[v])
             if self.fault == "credit-twice" and p == 0:
                 self._credit_twice(m, ports[p])
             # input -> fabric
@@ -309,9 +348,17 @@ class Switch(wiring.Component):
             m.d.comb += [outs[p].fd.valid.eq(fab.o[p].valid),
                          outs[p].fd.payload.eq(fab.o[p].payload),
                          fab.o[p].ready.eq(outs[p].fd.ready)]
-            wiring.connect(m, outs[p].o, wiring.flipped(self.o[p]))
+            wiring.connect(m, outs[p].o, txs[p].i)
+            wiring.connect(m, txs[p].o, wiring.flipped(self.o[p]))
             m.d.comb += outs[p].credit_i.eq(self.credit_i[p])
+        return txs
 
+
+    def _link_counters(self, m, rxs):
+        """err_crc / err_dup / err_lost: per cycle, the sums of the link receivers' pulses."""
+        m.d.sync += [self.err_crc.eq(self.err_crc + sum(r.bad for r in rxs)),
+                     self.err_dup.eq(self.err_dup + sum(r.dup for r in rxs)),
+                     self.err_lost.eq(self.err_lost + sum(r.lost for r in rxs))]
 
     def _credit_twice(self, m, port):
         """Mutant (tests only): the first credit input port 0 returns on a data VC is returned

@@ -77,8 +77,10 @@ class VCBuffer(wiring.Component):
 
     Write: ``w_en`` writes ``w_data`` (``w_space`` must be high); the flit is readable the next
     cycle. ``w_close`` ends the open packet (a flit written in the same cycle is its last);
-    ``w_abort`` forgets the open packet (a ``w_en`` in the same cycle is ignored; only allowed
-    while none of it has been read). Read: ``r_data`` is the oldest flit (combinational read),
+    ``w_abort`` forgets the open packet (only allowed while none of it has been read); ``w_cut``
+    ends the open packet *before* a flit written in the same cycle. With ``w_abort`` or ``w_cut``
+    a flit written in the same cycle starts the next packet (closed at once with ``w_close``):
+    a link receiver found the packet in progress broken when the next one's header arrived. Read: ``r_data`` is the oldest flit (combinational read),
     ``r_avail`` the number of flits held, ``r_closed`` = the head flit belongs to a closed
     packet; ``r_pop`` removes one flit, ``skip_en`` removes ``skip_n`` flits of closed packets.
     ``open_left`` = flits of the open packet still held after this cycle's reads. ``freed`` =
@@ -91,7 +93,7 @@ class VCBuffer(wiring.Component):
         self.width, self.depth = width, depth
         super().__init__({
             "w_en": In(1), "w_data": In(width), "w_close": In(1), "w_abort": In(1),
-            "w_space": Out(1),
+            "w_cut": In(1), "w_space": Out(1),
             "r_data": Out(width), "r_avail": Out(range(depth + 1)), "r_closed": Out(1),
             "r_pop": In(1), "skip_en": In(1), "skip_n": In(range(depth + 1)),
             "open_left": Out(range(depth + 1)),
@@ -117,9 +119,11 @@ class VCBuffer(wiring.Component):
         c_left = Signal(range(D + 1))         # closed flits after this cycle's reads
         m.d.comb += c_left.eq(Mux(count_c >= pop_n, count_c - pop_n, 0))
         write = Signal()
-        m.d.comb += write.eq(self.w_en & ~self.w_abort)
+        m.d.comb += write.eq(self.w_en)
+        base = Signal(range(D))               # where this cycle's flit goes (after an abort: ps)
+        m.d.comb += base.eq(Mux(self.w_abort, ps, wp))
         m.d.comb += [
-            wp_.addr.eq(wp), wp_.data.eq(self.w_data), wp_.en.eq(write),
+            wp_.addr.eq(base), wp_.data.eq(self.w_data), wp_.en.eq(write),
             rp_.addr.eq(rp), self.r_data.eq(rp_.data),
             self.r_avail.eq(count_all), self.r_closed.eq(count_c != 0), self.level.eq(count_all),
             self.w_space.eq(count_all < D),
@@ -127,10 +131,20 @@ class VCBuffer(wiring.Component):
             self.freed.eq(pop_n + Mux(self.w_abort, open_n, 0)),
         ]
         wp_next = Signal(range(D))
-        m.d.comb += wp_next.eq(Mux(write, _inc(m, wp, 1, D), wp))
+        m.d.comb += wp_next.eq(Mux(write, _inc(m, base, 1, D), base))
         m.d.sync += rp.eq(_inc(m, rp, pop_n, D))
         with m.If(self.w_abort):
-            m.d.sync += [wp.eq(ps), count_all.eq(c_left), count_c.eq(c_left)]
+            m.d.sync += [wp.eq(wp_next), count_all.eq(c_left + write)]
+            with m.If(self.w_close):
+                m.d.sync += [ps.eq(wp_next), count_c.eq(c_left + write)]
+            with m.Else():
+                m.d.sync += count_c.eq(c_left)
+        with m.Elif(self.w_cut):              # close the open packet, this flit starts the next
+            m.d.sync += [wp.eq(wp_next), count_all.eq(count_all + write - pop_n)]
+            with m.If(self.w_close):
+                m.d.sync += [ps.eq(wp_next), count_c.eq(count_all + write - pop_n)]
+            with m.Else():
+                m.d.sync += [ps.eq(wp), count_c.eq(count_all - pop_n)]
         with m.Else():
             m.d.sync += [wp.eq(wp_next), count_all.eq(count_all + write - pop_n)]
             with m.If(self.w_close):
@@ -152,7 +166,10 @@ class InputPort(wiring.Component):
     ``discard`` (per-VC pulses from the control unit), ``d`` (data flits of the taken packet),
     ``busy``, ``err`` (pulse: one malformed, mis-framed or overflowing packet dropped or
     truncated), ``trunc`` (pulse: the packet being streamed was truncated and is completed with
-    zero flits), ``level`` / ``peak`` (buffer occupancy per VC, current and highest since reset).
+    zero flits), ``level`` / ``peak`` (buffer occupancy per VC, current and highest since reset),
+    ``restart`` (from :class:`fred.hdl.linkcheck.LinkRx`: the packet in progress lost flits on
+    the link; it is dropped, or truncated when already taken, without counting it in ``err``;
+    a flit arriving in that cycle starts a packet).
     """
 
     def __init__(self, flit_bits: int, depths, max_len: int):
@@ -176,7 +193,7 @@ class InputPort(wiring.Component):
             "head_word": Out(data.ArrayLayout(self.hdr_bits, 4)),
             "take": In(4), "discard": In(4),
             "d": Out(stream.Signature(flit_bits)),
-            "busy": Out(1), "err": Out(1), "trunc": Out(1),
+            "busy": Out(1), "err": Out(1), "trunc": Out(1), "restart": In(1),
             "level": Out(data.ArrayLayout(lw, 4)),
             "peak": Out(data.ArrayLayout(lw, 4)),
         })
@@ -234,18 +251,23 @@ class InputPort(wiring.Component):
 
         HDR, BODY, DROP = 0, 1, 2
         rx = Signal(2, name="rx_state")
+        st = Signal(2)           # the state this cycle: a restart (link loss) starts over at HDR
+        m.d.comb += st.eq(Mux(self.restart, HDR, rx))
+        broken = Signal()        # the open packet lost flits on the link
+        m.d.comb += broken.eq(self.restart & (rx == BODY))
         final = rem == 1
         body_bad = Signal()
-        m.d.comb += body_bad.eq(fire & (rx == BODY) & (~space.bit_select(cur_vc, 1) | (last != final)))
+        m.d.comb += body_bad.eq(fire & (st == BODY) & (~space.bit_select(cur_vc, 1) | (last != final)))
         taken_now = Signal()
         closed = Signal(4)
         m.d.comb += [closed[v].eq(bufs[v].r_closed) for v in range(4)]
         m.d.comb += taken_now.eq(taken | (self.take.bit_select(cur_vc, 1)
                                           & ~closed.bit_select(cur_vc, 1)))
-        with m.If(body_bad):
+        with m.If(body_bad | broken):
             with m.If(taken_now):
-                # cannot be recalled: close it; the reader pads it with zero flits
-                on_vc(cur_vc, w_close=1)
+                # cannot be recalled: close it (before a flit arriving now: it starts the next
+                # packet); the reader pads it with zero flits, the outputs poison its round
+                on_vc(cur_vc, w_cut=1)
                 m.d.comb += self.trunc.eq(1)
                 open_left = Signal.like(self.pad_left)
                 for k in range(4):
@@ -254,7 +276,9 @@ class InputPort(wiring.Component):
                 m.d.sync += [self.pad.eq(1), self.pad_left.eq(open_left)]
             with m.Else():
                 on_vc(cur_vc, w_abort=1)
-        with m.Switch(rx):
+        with m.If(self.restart):
+            m.d.sync += [rx.eq(HDR), taken.eq(0)]    # (a header arriving now may override it)
+        with m.Switch(st):
             with m.Case(BODY):
                 with m.If(self.take.bit_select(cur_vc, 1) & ~closed.bit_select(cur_vc, 1)):
                     m.d.sync += taken.eq(1)

@@ -404,6 +404,7 @@ class ControlUnit:
                         with m.If(on.l_vc == v):
                             m.d.comb += self.take[p][v].eq(1)
         on_outs = on.outputs(r_sel, r_dst) if on is not None else None
+        self.round_src = []              # per output: the inputs feeding it in the round starting
         for q in range(P):
             src_seq = Signal(16, name=f"src_seq{q}")
             fmask = self.e_flow(sel_entry, q)
@@ -420,6 +421,9 @@ class ControlUnit:
                         m.d.comb += [o_len.eq(r_len[p]), o_port.eq(p)]
                 length = Mux(self.on_start, o_len, length)
                 port = Mux(self.on_start, o_port, 0)
+            src_mask = Signal(P, name=f"round_src{q}")
+            m.d.comb += src_mask.eq(fmask)
+            self.round_src.append(src_mask)
             for p in reversed(range(P)):
                 with m.If(fmask[p]):
                     for v in DATA_VCS:

@@ -22,7 +22,7 @@ import functools
 from fred.contract import packet as pk
 
 __all__ = ["PACKET_BYTES", "FLIT_BYTES", "ACK_EVERY", "data_packet_flits", "control_packet_flits",
-           "link_efficiency"]
+           "link_efficiency", "wire_bits"]
 
 PACKET_BYTES = 4 * 2**10          # FRED-SPEC §4: data packets of 4 KB (payload)
 FLIT_BYTES = 512                  # FRED-SPEC §4: 512 B flits
@@ -47,6 +47,13 @@ def data_packet_flits(packet_bytes=PACKET_BYTES, flit_bytes=FLIT_BYTES) -> int:
         raise ValueError(f"packet size {packet_bytes!r} B must be 1 to {pk.MAX_LENGTH} flits of {flit_bytes} B")
     words = pk.pack(pk.Packet(pk.Header.data(pk.VC_DP, 0, 0, n), (0,) * n), fb)
     return len(words)
+
+
+def wire_bits(flit_bytes=FLIT_BYTES) -> int:
+    """Bits one flit occupies on the wire: data, the sideband and the check
+    (:class:`fred.contract.packet.WireFormat`, the paper's buffers: 8-bit flit sequence numbers).
+    The sideband travels on wires of its own: it costs no payload bandwidth, but its bits can flip."""
+    return pk.WireFormat(_flit_bits(flit_bytes), pk.fseq_bits_for(48)).width
 
 
 def control_packet_flits(flit_bytes=FLIT_BYTES) -> int:

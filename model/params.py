@@ -29,7 +29,8 @@ import dataclasses
 import functools
 from dataclasses import dataclass, field
 
-from .packets import ACK_EVERY, FLIT_BYTES, PACKET_BYTES, data_packet_flits, link_efficiency
+from .bit_errors import goodput_at, max_bit_error_rate, packet_error
+from .packets import ACK_EVERY, FLIT_BYTES, PACKET_BYTES, data_packet_flits, link_efficiency, wire_bits
 from .timing import SwitchTiming, switch_timing
 
 # ---- units -----------------------------------------------------------------------------------
@@ -93,6 +94,9 @@ class WaferParams:
     packet_bytes: int = PACKET_BYTES        # payload per data packet
     flit_bytes: int = FLIT_BYTES
     ack_every: int = ACK_EVERY              # data packets per cumulative ACK
+    #: bit-error rate of every wafer link (None: error-free links, no derating); the links' payload
+    #: share is derated by the Go-Back-N goodput the switch RTL measured (fred.model.bit_errors)
+    bit_error_rate: float | None = None
 
     def __post_init__(self):
         for name in ("npus", "mesh_rows", "mesh_cols", "io_count", "npus_per_l1"):
@@ -105,7 +109,11 @@ class WaferParams:
                 raise ValueError(f"WaferParams.{name} must be > 0, got {v!r}")
         if not self.link_latency >= 0:
             raise ValueError(f"WaferParams.link_latency must be >= 0, got {self.link_latency!r}")
-        self.link_efficiency  # validates the packet sizes
+        if self.bit_error_rate is not None and not (
+                isinstance(self.bit_error_rate, (int, float)) and not isinstance(self.bit_error_rate, bool)
+                and 0 <= self.bit_error_rate < 1):
+            raise ValueError(f"WaferParams.bit_error_rate must be in [0, 1), got {self.bit_error_rate!r}")
+        self.link_efficiency  # validates the packet sizes (and the bit-error rate against the curve)
 
     @property
     def packet_wire_bytes(self) -> float:
@@ -114,8 +122,30 @@ class WaferParams:
 
     @property
     def link_efficiency(self) -> float:
-        """Payload share of a link's bandwidth under the packet format (:mod:`fred.model.packets`)."""
-        return link_efficiency(self.packet_bytes, self.flit_bytes, self.ack_every)
+        """Payload share of a link's bandwidth under the packet format (:mod:`fred.model.packets`),
+        times the Go-Back-N goodput at :attr:`bit_error_rate` (:attr:`bit_error_goodput`)."""
+        return link_efficiency(self.packet_bytes, self.flit_bytes, self.ack_every) * self.bit_error_goodput
+
+    @property
+    def bit_error_goodput(self) -> float:
+        """Go-Back-N goodput at :attr:`bit_error_rate` (1.0 without one), from the switch timing's
+        measured curve (:mod:`fred.model.bit_errors`)."""
+        if not self.bit_error_rate:
+            return 1.0
+        curve = self.switch.fault_curve
+        if not curve:
+            raise ValueError(f"bit-error rate {self.bit_error_rate:g} needs the measured goodput curve, "
+                             f"and the switch timing ({self.switch.source}) has none: use a timing file "
+                             f"of schema 4 (`fred characterize`)")
+        flits = data_packet_flits(self.packet_bytes, self.flit_bytes)
+        bits = wire_bits(self.flit_bytes)
+        q = packet_error(self.bit_error_rate, bits, flits)
+        if q > curve[-1][0]:
+            reach = max_bit_error_rate(curve, bits, flits)
+            raise ValueError(f"bit-error rate {self.bit_error_rate:g} is beyond the goodput curve measured "
+                             f"on the switch RTL (packet error {q:.3g} > {curve[-1][0]:.3g}; it covers "
+                             f"bit-error rates up to {reach:.3g})")
+        return goodput_at(curve, q)
 
     @property
     def l1_count(self) -> int:
@@ -208,7 +238,9 @@ def parameter_table(params: WaferParams | None = None) -> list[tuple[str, float 
         ("data packet payload", p.packet_bytes / KiB, "KiB", "FRED-SPEC §4"),
         ("flit", p.flit_bytes, "B", "FRED-SPEC §4"),
         ("data packets per ACK", p.ack_every, "", "FRED-SPEC §4 (Go-Back-N)"),
-        ("link payload share", round(p.link_efficiency, 4), "", "ours: header flit of its own (fred.contract.packet) + ACKs"),
+        ("link payload share", round(p.link_efficiency, 4), "", "ours: header flit of its own (fred.contract.packet) + ACKs"
+         + (f", x {p.bit_error_goodput:.6g} Go-Back-N goodput at bit-error rate {p.bit_error_rate:g} "
+            "(measured on the switch RTL)" if p.bit_error_rate else "")),
         ("switch traversal latency", p.switch.latency_cycles, "cycles", p.switch.source),
         ("switch clock", p.switch.clock_hz / 1e9, "GHz", p.switch.source),
         ("in-switch collective rate", p.switch.beats_per_cycle_per_port, "beats/cycle/port", p.switch.source),

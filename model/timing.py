@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from fred.contract.timing import TimingFile, load_timing
 
+from .bit_errors import curve_from_section
+
 __all__ = ["SwitchTiming", "ZERO_SWITCH_TIMING", "SWITCH_CLOCK_HZ", "switch_timing"]
 
 # ours: the clock of the switch RTL (the paper gives none); the timing file gives cycles.
@@ -64,6 +66,10 @@ class SwitchTiming:
     #: since issue 14); False = store-and-forward, each switch hop then adds one packet's time
     #: on its incoming link (``Topology.store_forward_bytes``)
     cut_through: bool = False
+    #: Go-Back-N goodput vs packet error probability measured through the switch RTL:
+    #: ((q, goodput), ...) from the timing file's ``link_faults`` (:mod:`fred.model.bit_errors`;
+    #: empty: not measured, so no bit-error derating)
+    fault_curve: tuple = ()
 
     def __post_init__(self):
         if not self.latency_cycles >= 0:
@@ -134,4 +140,5 @@ def switch_timing(tf: TimingFile | None = None, clock_hz: float | None = None):
                                preemption_cycles=float(tf.summary.get("preemption_cycles_max") or 0),
                                activation_cycles=_activation_cycles(tf),
                                cut_through=tf.cut_through,
+                               fault_curve=curve_from_section(tf.link_faults) if tf.link_faults else (),
                                source=f"timing file {tf.describe()}")

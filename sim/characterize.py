@@ -45,6 +45,7 @@ from fred.hdl.fabric import check_fabric_params, fabric_latency
 from fred.hdl.verilog import emit
 from fred.sim import measure_fabric as mf
 from fred.sim import measure_switch as ms
+from fred.sim.measure_faults import CURVE_RATES, goodput_curve, run_faults
 from fred.sim.tb_cells import run_cell_regression
 
 __all__ = ["DEFAULTS", "characterize", "source_revision", "tool_versions", "chiplet_name",
@@ -65,6 +66,7 @@ DEFAULTS = {
     "switch_ports": None,     # ports of the measured switch; None = the largest chiplet (12)
     "switch_packet_flits": 8,  # data flits per packet in the switch measurement (paper: 4 KB / 512 B)
     "switch_preemptions": 100,  # preemption samples (the model uses their max)
+    "fault_packets": 32,      # packets per source per run of the goodput-vs-fault-rate curve
 }
 
 FLOW_KINDS = ("all-reduce", "reduce", "multicast", "unicast")
@@ -226,6 +228,30 @@ def _switch_figures(ports, middle, lanes, dtype, seed, prog, packet_flits=None,
     return ms.measure_switch(**kw)
 
 
+def _switch_sections(cfg, middle, lanes, dtype, prog) -> dict:
+    """Sections ``switch`` (latencies, occupancy) and ``link_faults`` (goodput curve)."""
+    prog.step("switch: phase-switch / preemption latency, buffer occupancy")
+    sw = _switch_figures(cfg["switch_ports"], middle, lanes, dtype, cfg["seed"], prog,
+                         packet_flits=cfg["switch_packet_flits"], preemptions=cfg["switch_preemptions"])
+    prog.step("switch: Go-Back-N goodput vs fault rate (corrupted flits)")
+    return {"switch": sw, "link_faults": _link_faults(cfg, middle, lanes, dtype, prog)}
+
+
+def _link_faults(cfg, middle, lanes, dtype, prog) -> dict:
+    """The ``link_faults`` section: the fault bench (sim/measure_faults.py) on the measured switch
+    (same build), an All-Reduce over every port, corrupted flits at :data:`CURVE_RATES`."""
+    P, L = cfg["switch_ports"], cfg["switch_packet_flits"]
+    prog.note(f"link faults: {P}-port All-Reduce, {cfg['fault_packets']} packets per source, "
+              f"rates {', '.join(f'{r:g}' for r in CURVE_RATES)} per flit")
+    res = run_faults(ports=P, rates=CURVE_RATES, packets=cfg["fault_packets"], seed=cfg["seed"],
+                     faults=["corrupt"], kinds=["all-reduce"],
+                     build={"lanes": lanes, "dtype": dtype, "max_len": L, "middle": middle,
+                            "depth": ms.data_depth_for(L)})
+    if res["check"] != "pass":
+        raise RuntimeError(f"characterize: the fault bench failed: {res['check']}")
+    return goodput_curve(res)
+
+
 def _switch_params(cfg):
     """Resolve and check the switch-measurement settings of ``cfg`` (in place) before any
     bench runs: ``switch_ports`` None = the largest chiplet."""
@@ -282,7 +308,7 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
     m, L = cfg["middle"], cfg["lanes"]
     if area_lanes:
         check_width_area(cfg["chiplets"], cfg["middle"], area_lanes, cfg["dtype"], max(cfg["chiplets"]))
-    steps = (len(CELL_KINDS) if cells else 0) + len(cfg["chiplets"]) + bool(switch) + 1 + bool(area_lanes)
+    steps = (len(CELL_KINDS) if cells else 0) + len(cfg["chiplets"]) + 2 * bool(switch) + 1 + bool(area_lanes)
     # progress: True/False (phase lines on stderr, or none), or a factory ``progress(steps)`` of an
     # object with step(what) and note(what) (the CLI's progress bar)
     prog = progress(steps) if callable(progress) else Progress(steps, enabled=progress)
@@ -316,13 +342,7 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
         fabs[chiplet_name(m, P)] = _fabric_figures(P, m, L, t.name, cfg["seed"], cfg, area,
                                                    cell_recs, prog)
     doc["fabrics"] = fabs
-    if switch:
-        prog.step("switch: phase-switch / preemption latency, buffer occupancy")
-        doc["switch"] = _switch_figures(cfg["switch_ports"], m, L, t.name, cfg["seed"], prog,
-                                        packet_flits=cfg["switch_packet_flits"],
-                                        preemptions=cfg["switch_preemptions"])
-    else:
-        doc["switch"] = None
+    doc.update(_switch_sections(cfg, m, L, t.name, prog) if switch else {"switch": None})
     if area_lanes:
         doc["area_at_width"] = _width_section(cfg, area_lanes, t.name, cells, prog)
     prog.step("summary, tool versions")

@@ -191,7 +191,7 @@ def _base_config(sw, phases):
     return {
         "ports": sw.P, "middle": sw.middle, "lanes": sw.lanes, "dtype": sw.dtype.name,
         "fabric": sw.fabric_kind, "depths": list(sw.depths), "max_len": sw.max_len,
-        "credit_bits": sw.credit_bits, "phases": phases_to_json(phases),
+        "credit_bits": sw.credit_bits, "fseq_bits": sw.fseq_bits, "phases": phases_to_json(phases),
         "cfg_words": sw.cfg_words(phases), "rx_credits": [120, 120, 120, 8], "credit_delay": 1,
     }
 

@@ -123,14 +123,15 @@ class StreamMonitor:
     """Sink a stream output of the DUT with random back-pressure; record and check beats."""
 
     def __init__(self, dut, prefix: str, clk, cycles: Cycles, pause: PauseGenerator | None = None,
-                 on_beat=None):
+                 on_beat=None, keep=None):
         self.valid = getattr(dut, f"{prefix}__valid")
         self.ready = getattr(dut, f"{prefix}__ready")
         self.payload = getattr(dut, f"{prefix}__payload")
         self.clk, self.cycles = clk, cycles
         self.pause = pause or PauseGenerator(0.0)
-        self.beats: list = []         # (cycle, payload)
+        self.beats: list = []         # (cycle, payload) of the beats ``keep(payload)`` keeps
         self.on_beat = on_beat
+        self.keep = keep
         self.name = prefix
         self.ready.value = 0
         cocotb.start_soon(self._run())
@@ -150,7 +151,8 @@ class StreamMonitor:
             if valid:
                 p = int(self.payload.value)
                 if int(self.ready.value):
-                    self.beats.append((self.cycles.now, p))
+                    if self.keep is None or self.keep(p):
+                        self.beats.append((self.cycles.now, p))
                     if self.on_beat:
                         self.on_beat(self.cycles.now, p)
                     pending = None

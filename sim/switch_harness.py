@@ -22,6 +22,7 @@ import cocotb
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
 from fred.contract import packet as pk
+from fred.contract.link import LinkSender
 from fred.sim.golden_switch import stream_key
 from fred.sim.streams import PauseGenerator, StreamDriver, StreamMonitor
 
@@ -41,6 +42,9 @@ class Bench:
         self.flit_bits = cfg["lanes"] * {"fp16": 16, "bf16": 16, "fp32": 32, "int32": 32}[cfg["dtype"]]
         self.cb = cfg["credit_bits"]
         self.depths = cfg["depths"]
+        # the links carry wire words: every flit sealed (head, VC, fseq, CRC); outputs checked
+        self.wire = pk.WireFormat(self.flit_bits, cfg.get("fseq_bits", 8))
+        self.tx = {p: LinkSender(self.wire) for p in range(self.P)}
         self.clk = dut.clk
         self.events = []          # (cycle, vc, phase) round starts
         self.round_log = []       # (cycle, vc, phase, ready_vcs) round starts (coverage)
@@ -113,7 +117,7 @@ class Bench:
             k, words = queues[vc].popleft()
             self.src_credits[p][vc] -= len(words)
             assert self.src_credits[p][vc] >= 0
-            drv.send(words)
+            drv.send(self.tx[p].seal_packet(words))
             self.sent_items[p].append((k, len(words)))
         while drv.queue:
             await RisingEdge(self.clk)
@@ -129,7 +133,7 @@ class Bench:
         self.src_credits[p][vc] -= len(words)
         drv = self.drivers[p]
         first = len(drv.sent) + len(drv.queue)
-        drv.send(words)
+        drv.send(self.tx[p].seal_packet(words))
         return first
 
     def item_end_cycles(self, p):
@@ -149,7 +153,8 @@ class Bench:
             self.rx[q] = st
             mon = StreamMonitor(self.dut, f"o__{q}", self.clk, self.cycles,
                                 PauseGenerator(self.cfg.get("stall", 0.0), random.Random(self.rng.random())),
-                                on_beat=lambda c, w, q=q: self._on_beat(q, c, w))
+                                on_beat=lambda c, w, q=q: self._on_beat(q, c, w),
+                                keep=lambda w: not self.wire.is_probe(w))
             self.monitors[q] = mon
             cocotb.start_soon(self._credit_tx(q, random.Random(self.rng.random())))
         if grant_now:
@@ -163,6 +168,10 @@ class Bench:
 
     def _on_beat(self, q, cyc, word):
         st = self.rx[q]
+        if not self.wire.fields(word).ok:
+            self.packet_errors.append(f"output {q} cycle {cyc}: wire check fails on {word:#x}")
+        if self.wire.is_probe(word):
+            return                    # a credit probe: no flit, no credit (no faults here)
         data, last = pk.word_fields(word, self.flit_bits)
         if st["vc"] is None:
             st["vc"] = (data >> 4) & 3

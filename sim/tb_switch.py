@@ -150,6 +150,8 @@ def _check_outputs(dut, b, exp, want):
         f"err_packet {int(dut.err_packet.value)} != {exp.err_packet} malformed packets sent"
     assert int(dut.err_phase.value) == exp.err_phase, \
         f"err_phase {int(dut.err_phase.value)} != {exp.err_phase} unknown-phase packets sent"
+    for name in ("err_crc", "err_lost", "err_dup", "err_stale"):     # no link faults here
+        assert int(getattr(dut, name).value) == 0, f"{name} {int(getattr(dut, name).value)} != 0"
     assert not b.credit_errors, b.credit_errors[0]
     assert not b.prio_errors, b.prio_errors[0]
     return got_times

@@ -71,6 +71,7 @@ HEAVY = [
     ("fred.sim.measure_clock", "measure_clock"),
     ("fred.commands.compare", "compare"),
     ("fred.sim.tb_cells", "run_cell_regression"),
+    ("fred.sim.measure_faults", "run_faults"),
     ("fred.jobs", "JobRunner.__enter__"),
     ("fred.hdl.cells", "verilog_build"),
     ("fred.hdl.fabric", "verilog_build"),

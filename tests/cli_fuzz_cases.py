@@ -35,6 +35,8 @@ BASES = {
                  ["route", "--ports", "8", "--collective", "reduce", "--group", "0-3", "--root", "2"],
                  ["route", "--study", "--ports", "8", "--samples", "1"]],
     ("sim", "cell"): [["sim", "cell", "r"], ["sim", "cell", "rd"]],
+    ("sim", "faults"): [["sim", "faults", "--packets", "4"],
+                        ["sim", "faults", "--ports", "8", "--rate", "0", "--json"]],
     ("characterize",): [["characterize", "-o", "{d}/c.json"]],
     ("timing",): [["timing", "-o", "{d}/t.json"], ["timing", "--no-fpga", "--json", "-o", "{d}/t.json"]],
     ("collective",): [["collective", "--size", "1MiB"],
@@ -60,7 +62,8 @@ KNOWN = {
     "--chiplets": ["12", "10,4"], "--ports": ["4", "4,8"], "--in-network-dims": ["0"],
     "--samples": ["8", "8,16"], "--timing": ["default", "{d}/timing.json"], "--network": ["{d}/ring4.yml"],
     "--chakra": ["{d}/chakra4"], "--trace": ["{d}/mlp.txt"], "--plot": ["{d}/p.png", "{d}/p.svg"],
-    "--output": ["{d}/o.v", "{d}/sub/o.json"],
+    "--output": ["{d}/o.v", "{d}/sub/o.json"], "--faults": ["corrupt", "drop,delay"],
+    "--phases": ["reduce", "all-reduce,unicast"],
 }
 
 #: values no option takes well, and a few that some take

@@ -205,6 +205,7 @@ INT_OPTIONS = [
     ("route --study", "--samples", 0, 1000), ("route --study", "--seed", 0, 2**32 - 1),
     ("sim cell r", "--middle", 2, 64), ("sim cell rd", "--lanes", 1, 256), ("sim cell d", "--beats", 1, 200_000),
     ("sim cell r", "--seed", 0, 2**32 - 1),
+    ("sim faults", "--ports", 4, 16), ("sim faults", "--packets", 1, 4096), ("sim faults", "--seed", 0, 2**32 - 1),
     ("characterize", "--middle", 2, 64), ("characterize", "--lanes", 1, 64),
     ("characterize", "--seed", 0, 2**32 - 1), ("characterize", "--beats", 2, 100_000),
     ("characterize", "--sweep-beats", 2, 100_000), ("characterize", "--cell-beats", 0, 100_000),
@@ -229,8 +230,9 @@ NUMBER_OPTIONS = [
     for opt, low, high in (("--tflops", 1e-3, 1e7), ("--hbm-bw", 1e-3, 1e3), ("--hbm-gb", 1e-3, 1e6),
                            ("--npu-bw", 1e-3, 1e3), ("--mesh-link-bw", 1e-3, 1e6), ("--io-bw", 1e-3, 1e6),
                            ("--link-latency-ns", 0, 1e9), ("--switch-cycles", 0, 1e6),
-                           ("--switch-ghz", 1e-3, 1e3))
-] + [("estimate", "--utilisation", 1e-3, 1, False), ("sweep", "--utilisation", 1e-3, 1, False),
+                           ("--switch-ghz", 1e-3, 1e3), ("--bit-error-rate", 0, 1e-3))
+] + [("sim faults", "--rate", 0, 0.05, False), ("collective", "--bit-error-rate", 0, 1e-3, False),
+     ("estimate", "--utilisation", 1e-3, 1, False), ("sweep", "--utilisation", 1e-3, 1, False),
      ("collective --network {d}/torus.yml", "--gb-bytes", 1, 2**40, False),
      ("scan", "--k-min", 1e-3, 1e4, False), ("scan", "--k-max", 1e-3, 1e4, False),
      ("estimate --trace x.txt", "--trace-clock-ghz", 1e-3, 1e3, False)]
@@ -238,6 +240,7 @@ NUMBER_OPTIONS = [
 
 #: options taking a comma list (an empty one "names nothing": _name_cases)
 LIST_OPTIONS = {("characterize", "--chiplets"), ("compare", "--ports"), ("scan", "--samples")}
+# (sim faults --faults / --phases are lists of names: _name_cases)
 
 
 def _int_cases():
@@ -279,7 +282,8 @@ def _name_cases():
     out += [(f"{cmd} {opt} '  '", f"{opt} '  ' must not be empty") for cmd, opt in opts[:4]]
     lists = [("collective", "--fabric"), ("estimate", "--fabric"), ("estimate", "--workload"),
              ("sweep", "--fabric"), ("characterize", "--chiplets"), ("compare", "--ports"),
-             ("timing", "--dtypes"), ("scan", "--workload"), ("scan", "--fabric"), ("scan", "--samples")]
+             ("timing", "--dtypes"), ("scan", "--workload"), ("scan", "--fabric"), ("scan", "--samples"),
+             ("sim faults", "--faults"), ("sim faults", "--phases")]
     out += [(f"{cmd} {opt} ''", f"{opt} '' names nothing") for cmd, opt in lists]
     out += [(f"{cmd} {opt} ,", f"{opt} ',' names nothing") for cmd, opt in lists]
     return out
@@ -298,6 +302,12 @@ CASES = [
     ("sim cell", "the following arguments are required: kind"),
     ("sim cell x", "argument kind: invalid choice: 'x'"),
     ("sim nope", "invalid choice: 'nope'"),
+    ("sim faults --faults drop,fire", "--faults 'fire' is not one of drop, corrupt, duplicate, delay"),
+    ("sim faults --faults drop,DROP", "--faults names 'DROP' twice"),
+    ("sim faults --phases all-reduce,gather", "--phases 'gather' is not one of all-reduce"),
+    ("sim faults --json extra", "unrecognized arguments: extra"),
+    ("collective --network {d}/missing.yml --bit-error-rate 1e-9",
+     "--bit-error-rate 1e-09 only applies with --fabric"),
     ("verilog r --lanes", "argument --lanes: expected one argument"),
     ("verilog switch --ports 4 --fabric nope", "argument --fabric: invalid choice: 'nope'"),
     ("verilog crossbar --ports 4 --variant nope", "argument --variant: invalid choice: 'nope'"),

@@ -11,6 +11,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from fred.contract import packet as pk
+from fred.contract.link import LinkSender
 from fred.hdl.flows import Flow
 
 FB = 64
@@ -298,12 +299,23 @@ def test_output_port_credits_and_control_first():
 
 
 # -- whole switch, ideal fabric (fast) ---------------------------------------------------------
-def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credits_out=None):
+def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credits_out=None,
+                lose=(), poisoned=None, corrupt=()):
+    """Drive ``sw``: ``sends[p]`` = link words (sealed into wire words here; None: an idle
+    cycle, between packets or inside one); ``lose`` = (port, index) of words sealed but lost on the link,
+    ``corrupt`` = (port, index) of words that reach the switch with bit 0 of their data flipped;
+    ``poisoned`` (a list) collects (output, data) of words the switch sent with a bad check
+    (else any is an error). Returns (packets per output, counters)."""
     P = sw.P
+    lose, corrupt = set(lose), set(corrupt)
+    sent = {p: 0 for p in range(P)}
+    start = {q: 0 for q in range(P)}       # where the packet being received starts in got[q]
     got = {q: [] for q in range(P)}
     times = {q: [] for q in range(P)}
     res = {"times": times}
     queues = {p: list(w) for p, w in sends.items()}
+    fmt = pk.WireFormat(sw.flit_bits, sw.fseq_bits)
+    seal = {p: LinkSender(fmt) for p in range(P)}
 
     async def tb(ctx):
         for w in cfg_words:
@@ -317,6 +329,12 @@ def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credi
         for c in range(cycles):
             for p in range(P):
                 q = queues.get(p, [])
+                if q and q[0] is None:                      # an idle cycle
+                    q.pop(0)
+                    ctx.set(sw.i[p].valid, 0)
+                    for v in range(4):
+                        cred[p][v] += ctx.get(sw.credit_o[p][v])
+                    continue
                 go = bool(q)
                 if go and left[p] == 0:            # a packet starts: needs credits for all of it
                     w = q[0]
@@ -329,9 +347,15 @@ def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credi
                         left[p] = n
                     else:
                         go = False
-                ctx.set(sw.i[p].valid, go)
-                ctx.set(sw.i[p].payload.as_value(), q[0] if go else 0)
+                wire_word = seal[p].seal(q[0]) if go else 0
+                if go and (p, sent[p]) in lose:
+                    wire_word = None
+                elif go and (p, sent[p]) in corrupt:
+                    wire_word ^= 1
+                ctx.set(sw.i[p].valid, go and wire_word is not None)
+                ctx.set(sw.i[p].payload.as_value(), wire_word or 0)
                 if go:
+                    sent[p] += 1
                     q.pop(0)
                     left[p] -= 1
                 for v in range(4):
@@ -340,8 +364,19 @@ def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credi
                 r = ready(c, q)
                 ctx.set(sw.o[q].ready, r)
                 ret = 0
-                if r and ctx.get(sw.o[q].valid):
-                    w = ctx.get(sw.o[q].payload.as_value())
+                if r and ctx.get(sw.o[q].valid) and not fmt.is_probe(ctx.get(sw.o[q].payload.as_value())):
+                    wire = fmt.fields(ctx.get(sw.o[q].payload.as_value()))
+                    if not wire.ok:      # poisoned: a receiver drops the whole packet
+                        assert poisoned is not None, f"output {q}: bad check"
+                        assert wire.last, f"output {q}: a poisoned flit that is not a last one"
+                        poisoned.append((q, wire.data))
+                        del got[q][start[q]:]
+                        out_vc[q] = None
+                        ctx.set(sw.credit_i[q].as_value(), 1 << (wire.vc * sw.credit_bits))
+                        continue
+                    w = pk.link_word(wire.data, wire.last, sw.flit_bits)
+                    if out_vc[q] is None:
+                        start[q] = len(got[q])
                     got[q].append(w)
                     times[q].append(c)
                     if out_vc[q] is None:
@@ -353,6 +388,10 @@ def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credi
             await ctx.tick()
         res.update(err_packet=ctx.get(sw.err_packet), err_phase=ctx.get(sw.err_phase),
                    cfg_rejects=ctx.get(sw.cfg_rejects))
+        for k in ("err_crc", "err_lost", "err_dup", "err_stale", "poisoned"):
+            v = ctx.get(getattr(sw, k))
+            if v:
+                res[k] = v
         if credits_out is not None:
             credits_out.extend(ctx.get(sw.credit_o[p].as_value()) for p in range(P))
 
@@ -383,13 +422,14 @@ def test_switch_phases_priority_nack_and_errors():
     phases = {0: (pk.VC_DP, [Flow({0, 1}, {0, 1})]),
               1: (pk.VC_MP, [Flow({2}, {0, 3}), Flow({3}, {2})]),
               2: (pk.VC_PP, [Flow({0, 1, 2}, {1})])}
-    dp = {p: [_mk(rng, pk.VC_DP, 0, 10 + p, 3)] for p in (0, 1)}
-    mp = {p: [_mk(rng, pk.VC_MP, 1, 20 + p, 2)] for p in (2, 3)}
-    pp = {p: [_mk(rng, pk.VC_PP, 2, 30 + p, 4)] for p in (0, 1, 2)}
+    # every input of a phase numbers its rounds alike (Go-Back-N: hdl/seqalign.py)
+    dp = {p: [_mk(rng, pk.VC_DP, 0, 10, 3)] for p in (0, 1)}
+    mp = {p: [_mk(rng, pk.VC_MP, 1, 20, 2)] for p in (2, 3)}
+    pp = {p: [_mk(rng, pk.VC_PP, 2, 30, 4)] for p in (0, 1, 2)}
     nack = pk.Packet(pk.Header.control(2, 99, nack=True))       # from output 1 of phase 2
     unknown = _mk(rng, pk.VC_DP, 5, 0, 2)                         # phase 5 not loaded
     default = pk.Packet(pk.Header.data(pk.VC_MP, pk.DEFAULT_PHASE, 0, 1, port=9), (5,))  # no port 9
-    wrong_port = _mk(rng, pk.VC_DP, 0, 0, 2)                      # port 3 is not in phase 0
+    wrong_port = _mk(rng, pk.VC_DP, 0, 10, 2)                     # port 3 is not in phase 0
     bad = pk.pack(_mk(rng, pk.VC_PP, 2, 0, 2), FB)
     bad[0] ^= 1 << 45
     sends = {p: [] for p in range(4)}
@@ -410,10 +450,10 @@ def test_switch_phases_priority_nack_and_errors():
     assert [x.header.vc for x in data[1]] == [pk.VC_PP, pk.VC_DP]
     assert data[0][0].data == mp[2][0].data and data[3][0].data == mp[2][0].data
     assert data[2][0].data == mp[3][0].data
-    assert data[0][0].header == pk.Header.data(pk.VC_MP, 1, 22, 2)
+    assert data[0][0].header == pk.Header.data(pk.VC_MP, 1, 20, 2)
     exp_dp = tuple(_sum(a, b) for a, b in zip(dp[0][0].data, dp[1][0].data))
     assert data[0][1].data == exp_dp and data[1][1].data == exp_dp
-    assert data[1][1].header.seq == 10                             # lowest input port's seq
+    assert data[1][1].header.seq == 10
     assert data[1][0].data == tuple(_sum(*fl) for fl in zip(*(pp[p][0].data for p in (0, 1, 2))))
     # the NACK from output 1 of phase 2 reaches every input port of that flow (0, 1, 2)
     for q in range(4):
@@ -443,7 +483,7 @@ def test_switch_same_phase_rounds_back_to_back():
     rng = random.Random(7)
     phases = {3: (pk.VC_PP, [Flow({0, 2}, {1, 3})])}
     n, L = 6, 4
-    pkts = {p: [_mk(rng, pk.VC_PP, 3, 100 * p + k, L) for k in range(n)] for p in (0, 2)}
+    pkts = {p: [_mk(rng, pk.VC_PP, 3, k, L) for k in range(n)] for p in (0, 2)}
     sends = {p: sum((pk.pack(x, FB) for x in pkts[p]), []) for p in (0, 2)}
     outs, res = _run_switch(sw, sw.cfg_words(phases), sends, cycles=200)
     exp = [pk.Packet(pk.Header.data(pk.VC_PP, 3, k, L),

@@ -52,7 +52,7 @@ def bench_config(P=4, lanes=2, dtype="int32", fabric="fred", phases=None, fault=
     ]
     cfg = {
         "ports": P, "middle": 3, "lanes": lanes, "dtype": dtype, "fabric": sw.fabric_kind,
-        "depths": list(sw.depths), "max_len": sw.max_len, "credit_bits": sw.credit_bits,
+        "depths": list(sw.depths), "max_len": sw.max_len, "credit_bits": sw.credit_bits, "fseq_bits": sw.fseq_bits,
         "phases": phases_to_json(phases), "cfg_words": sw.cfg_words(phases),
         "bad_cfg_words": bad_cfg, "unknown_phase": 7,
         "rounds": 12, "ctrl_rate": 0.3, "bad_rate": 0.2, "skew": 40, "idle": 0.2, "stall": 0.3,
@@ -198,7 +198,7 @@ def test_switch_random_p12_fp16(seed):
     verilog, sw = _build(12, 3, 4, "fp16", "fred", depth=24, ctrl_depth=2, max_len=8, shared=True)
     cfg = {
         "ports": 12, "middle": 3, "lanes": 4, "dtype": "fp16", "fabric": sw.fabric_kind,
-        "depths": list(sw.depths), "max_len": sw.max_len, "credit_bits": sw.credit_bits,
+        "depths": list(sw.depths), "max_len": sw.max_len, "credit_bits": sw.credit_bits, "fseq_bits": sw.fseq_bits,
         "phases": phases_to_json(PHASES12), "cfg_words": sw.cfg_words(PHASES12),
         "unknown_phase": 7, "rounds": 10, "ctrl_rate": 0.3, "bad_rate": 0.2, "skew": 40,
         "idle": 0.2, "stall": 0.3, "rx_credits": [12, 12, 12, 2], "credit_delay": 12,

@@ -106,6 +106,9 @@ def add_arguments(p):
                    help="bytes per GB for --network bandwidths (default 1e9; 1073741824 = upstream ASTRA-sim)")
     p.add_argument("--timing", type=name("--timing"), metavar="FILE",
                    help="switch timing from a `fred characterize` timing file ('default': the embedded one)")
+    p.add_argument("--bit-error-rate", type=number("--bit-error-rate", 0, 1e-3), metavar="BER",
+                   help="bit-error rate of every wafer link of --fabric (0..0.001; default error-free): links "
+                        "are derated by the Go-Back-N goodput measured on the switch RTL (fred.model.bit_errors)")
     p.add_argument("--json", action="store_true", help="print JSON (README: JSON output)")
 
 
@@ -125,6 +128,7 @@ def _check(args):
         if args.op in SINGLE_NPU_OPS:
             raise ValueError(f"--op {args.op} needs a wafer fabric's I/O controllers (--fabric); an ASTRA-sim "
                              f"network (--network) has none")
+        refuse_unused("--bit-error-rate", args.bit_error_rate, "only applies with --fabric (the wafer's links)")
     else:
         refuse_unused("--gb-bytes", args.gb_bytes, "only applies with --network")
         refuse_unused("--in-network-dims", args.in_network_dims, "only applies with --network")
@@ -168,8 +172,8 @@ def model_bytes(args, groups) -> int:
     return args.size * sizes.pop()
 
 
-def _topologies(args):
-    from fred.model.params import FABRICS
+def _topologies(args, timing=None):
+    from fred.model.params import FABRICS, default_params
     from fred.model.topology import build_fabric
 
     if args.network:
@@ -186,7 +190,11 @@ def _topologies(args):
                                  f"(in {args.network})") from None
         return [spec.build()]
     names = args.fabric or ["mesh"]
-    return [build_fabric(n) for n in (FABRICS if names == ["all"] else names)]
+    params = None
+    if args.bit_error_rate is not None:      # checked against the measured curve before any work
+        params = default_params().replace(bit_error_rate=args.bit_error_rate,
+                                          **({"switch": timing} if timing else {}))
+    return [build_fabric(n, params) for n in (FABRICS if names == ["all"] else names)]
 
 
 def _groups(args, topo):
@@ -260,7 +268,7 @@ def run(args):
     if args.chakra:
         return _run_chakra(args, timing)
     plan = []
-    for topo in _topologies(args):
+    for topo in _topologies(args, timing):
         groups, strat = _groups(args, topo)
         if args.root is not None and args.root >= topo.npus:
             raise ValueError(f"--root {args.root} is not an NPU of {topo.name} (0..{topo.npus - 1})")

@@ -20,6 +20,7 @@ MAX_HBM_GB = 1e6           # 1 PB of HBM per NPU
 MAX_LATENCY_NS = 1e9       # 1 s per link hop
 MAX_CYCLES = 1e6           # switch traversal (the measured one is 30)
 MAX_GHZ = 1e3
+MAX_BER = 1e-3            # bit-error rate: at 1e-3 nearly every 4 KB packet is corrupted
 MAX_MICROBATCHES = 1024    # the schedule simulates each microbatch: 64 take ~0.6 s of CPU per fabric
 MAX_SAMPLES = 1_000_000    # samples per DP replica
 MAX_GRANULARITY = 256      # DP buckets per stage (a stage has at most a few hundred layers)
@@ -71,6 +72,10 @@ def add_hardware_arguments(p):
                    help=f"I/O controller bandwidth, GB/s ({MIN_RATE:g}..{MAX_GBPS:g}; default 128)")
     g.add_argument("--link-latency-ns", type=number("--link-latency-ns", 0, MAX_LATENCY_NS), metavar="NS",
                    help=f"wafer link latency, ns (0..{MAX_LATENCY_NS:g}; default 20)")
+    g.add_argument("--bit-error-rate", type=number("--bit-error-rate", 0, MAX_BER), metavar="BER",
+                   help=f"bit-error rate of every wafer link (0..{MAX_BER:g}; default: error-free): "
+                        f"links are derated by the Go-Back-N goodput measured on the switch RTL "
+                        f"(the timing file's link_faults curve, which bounds the rate)")
     g.add_argument("--timing", type=name("--timing"), metavar="FILE", default=None,
                    help="switch timing from a `fred characterize` timing file ('default': the embedded one, "
                         "also the default)")
@@ -107,6 +112,8 @@ def hardware_from_args(args):
         ch["hbm_bw"] = args.hbm_bw * TB
     if getattr(args, "link_latency_ns", None) is not None:
         ch["link_latency"] = args.link_latency_ns * NS
+    if getattr(args, "bit_error_rate", None) is not None:
+        ch["bit_error_rate"] = args.bit_error_rate
     if getattr(args, "timing", None):
         from fred.contract.timing import load_timing
         from fred.model.timing import switch_timing

@@ -1,4 +1,5 @@
-"""``fred sim cell r|d|rd ...``: run one microswitch regression under cocotb + Verilator.
+"""``fred sim cell r|d|rd ...``: run one microswitch regression under cocotb + Verilator;
+``fred sim faults ...``: Go-Back-N through the switch under link faults (sim/measure_faults.py).
 
 Example::
 
@@ -82,6 +83,56 @@ def add_arguments(parser):
                    help="every mode of the cell instead of the representative set (r, d)")
     p.add_argument("--waves", action="store_true", help="write dump.vcd (slower)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    _faults_arguments(sub)
+
+
+#: `fred sim faults` bounds: ports by the endpoints' ACK encoding and the builds (8 ports and
+#: more build the characterized fp16 chiplet switch, about 5 minutes of Verilator once);
+#: rates by what Go-Back-N still completes in bounded time; packets by simulation time (about
+#: 1 s per 100 packets of 4 phases on 4 ports)
+FAULT_PORTS = (4, 16)
+MAX_RATE = 0.05
+MAX_PACKETS = 4096
+
+
+def _list_item(option, known):
+    from .options import choice
+
+    def canonical(t):
+        k = t.strip().lower()
+        if k not in known:
+            raise ValueError(f"{option} {t!r} is not one of {', '.join(known)}")
+        return k
+    return choice(option, canonical)
+
+
+def _faults_arguments(sub):
+    from .options import ListOption, integer, number
+
+    kinds = ("drop", "corrupt", "duplicate", "delay")
+    phases = ("all-reduce", "reduce", "multicast", "unicast")
+    p = sub.add_parser("faults", help="Go-Back-N endpoints through the switch under link faults",
+                       description="drive the switch RTL with Go-Back-N endpoints over links that "
+                                   "drop, corrupt, duplicate and delay flits; print delivered "
+                                   "packets, retransmissions, goodput relative to a fault-free "
+                                   "run and the check (exit 1 when a check fails)")
+    p.add_argument("--ports", "-p", type=integer("--ports", *FAULT_PORTS), default=4, metavar="P",
+                   help=f"switch ports, {FAULT_PORTS[0]}..{FAULT_PORTS[1]} (default 4: 2 x int32 "
+                        f"lanes, 4-flit packets; 8 and more: the characterized 4 x fp16 switch, "
+                        f"8-flit packets)")
+    p.add_argument("--rate", type=number("--rate", 0, MAX_RATE), default=1e-3, metavar="R",
+                   help=f"faults per flit on every link, each direction, 0..{MAX_RATE:g} (default 1e-3)")
+    p.add_argument("--packets", type=integer("--packets", 1, MAX_PACKETS), default=64, metavar="N",
+                   help=f"packets per phase, 1..{MAX_PACKETS} (default 64)")
+    p.add_argument("--seed", type=_Seed, default=1, metavar="S",
+                   help=f"random seed of data and faults, 0..{MAX_SEED} (default 1)")
+    p.add_argument("--faults", action=ListOption, item=_list_item("--faults", kinds), default=None,
+                   metavar="KINDS", help="fault kinds, comma list of " + ", ".join(kinds) + " (default all)")
+    p.add_argument("--phases", action=ListOption, item=_list_item("--phases", phases), default=None,
+                   metavar="KINDS", help="phases run at once, comma list of " + ", ".join(phases)
+                                         + " (default all; each its own VC or ports)")
+    p.add_argument("--json", action="store_true", help="print a JSON document (fred.commands.jsonout)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
 
 
 def _Seed(text):  # argparse type of --seed
@@ -96,6 +147,10 @@ def _Seed(text):  # argparse type of --seed
 
 
 def run(args):
+    if args.sim_target == "faults":
+        from .sim_faults import run_faults_command
+
+        return run_faults_command(args)
     from fred import progress
 
     from .options import refuse_unused

@@ -1,0 +1,360 @@
+"""Link integrity: the CRC and wire format (contract/packet.py), the link protocol
+(contract/link.py) and its RTL (hdl/linkcheck.py, checked word by word against the protocol),
+the input buffer's abort-and-restart (hdl/switch_buffers.py)."""
+
+import random
+
+import pytest
+from amaranth.sim import Simulator
+
+from fred.contract import packet as pk
+from fred.contract.link import LinkReceiver, LinkSender
+
+FB = 64
+FMT = pk.WireFormat(FB, 8)
+
+
+def _crc_bitwise(msg, n):
+    r = 0
+    for i in reversed(range(n)):           # highest coefficient first
+        r = (r << 1) | (msg >> i & 1)
+        if r >> 32:
+            r ^= (1 << 32) | pk.CRC_POLY
+    for _ in range(32):
+        r <<= 1
+        if r >> 32:
+            r ^= (1 << 32) | pk.CRC_POLY
+    return r
+
+
+def test_crc32c_table_columns_and_bitwise_agree():
+    rng = random.Random(1)
+    for n in (1, 7, 64, 77, 4129):
+        cols = pk.crc_columns(n)
+        for _ in range(20):
+            m = rng.getrandbits(n)
+            want = _crc_bitwise(m, n)
+            assert pk.crc32c(m, n) == want
+            x = 0
+            for i in range(n):
+                if m >> i & 1:
+                    x ^= cols[i]
+            assert x == want
+    # the standard CRC-32C check value of "123456789" (non-reflected form of the polynomial)
+    assert pk.crc32c(int.from_bytes(b"123456789", "big"), 72) == _crc_bitwise(
+        int.from_bytes(b"123456789", "big"), 72)
+
+
+@pytest.mark.parametrize("flit_bits", [64, 4096])
+def test_wire_check_detects_up_to_five_flipped_bits(flit_bits):
+    fmt = pk.WireFormat(flit_bits, 8)
+    rng = random.Random(flit_bits)
+    for _ in range(300 if flit_bits == 64 else 40):
+        w = fmt.seal(rng.getrandbits(flit_bits), rng.random() < .5, rng.random() < .5,
+                     rng.randrange(4), rng.randrange(256))
+        f = fmt.fields(w)
+        assert f.ok and pk.word_fields(w, flit_bits)[0] == f.data
+        bits = rng.sample(range(fmt.width), rng.randint(1, 5))
+        bad = w
+        for b in bits:
+            bad ^= 1 << b
+        assert not fmt.fields(bad).ok, bits
+
+
+# -- the protocol ------------------------------------------------------------------------------
+def _packets(rng, n, max_len=4):
+    out = []
+    for k in range(n):
+        if rng.random() < 0.2:
+            out.append(pk.Packet(pk.Header.control(rng.randrange(8), k)))
+        else:
+            L = rng.randint(1, max_len)
+            out.append(pk.Packet(pk.Header.data(rng.choice(pk.DATA_VCS), rng.randrange(8), k, L),
+                                 tuple(rng.getrandbits(FB) for _ in range(L))))
+    return out
+
+
+def faulty_stream(rng, packets, rate, kinds=("drop", "corrupt", "dup")):
+    """Sealed words of ``packets`` with faults; returns (words, log, sealed per packet)."""
+    tx = LinkSender(FMT)
+    words, log, per_packet = [], {"drop": 0, "corrupt": 0, "dup": 0}, []
+    for k, p in enumerate(packets):
+        sealed = tx.seal_packet(pk.pack(p, FB))
+        intact = True
+        for w in sealed:
+            kind = rng.choice(kinds) if rng.random() < rate else None
+            if kind == "drop":
+                intact = False
+            elif kind == "corrupt":
+                intact = False
+                words.append(w ^ (1 << rng.randrange(FMT.width)))
+            else:
+                words.append(w)
+                if kind == "dup":
+                    words.append(w)
+            if kind:
+                log[kind] += 1
+        per_packet.append((p, intact))
+    for v in range(4):                      # the sender's final probes reveal trailing losses
+        words.append(tx.probe(v))
+    return words, log, per_packet
+
+
+def _receive_all(rx, words):
+    """Replay the packet layer over a LinkReceiver: complete packets and credits per VC."""
+    got, cur, credits = [], [], [0] * 4
+    for w in words:
+        r = rx.receive(w)
+        if r.restart:
+            cur = []
+        credits[r.vc] += r.credits
+        if r.passed:
+            credits[r.vc] += 1                # the packet layer frees (or drops) it later
+            cur.append(pk.link_word(r.data, r.last, FB))
+            if r.last:
+                got.append(pk.unpack(cur, FB))
+                cur = []
+    return got, credits
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_protocol_credits_every_flit_once_and_delivers_intact_packets(seed):
+    rng = random.Random(seed)
+    packets = _packets(rng, 300)
+    words, log, per_packet = faulty_stream(rng, packets, 0.05)
+    rx = LinkReceiver(FMT, (12, 12, 12, 4))
+    got, credits = _receive_all(rx, words)
+    sent = [0] * 4
+    for p in packets:
+        sent[p.header.vc] += 1 + len(p.data)
+    assert credits == sent                                 # nothing leaked, nothing doubled
+    assert got == [p for p, ok in per_packet if ok]        # intact packets, in order
+    assert (rx.bad, rx.dup, rx.lost) == (log["corrupt"], log["dup"], log["drop"] + log["corrupt"])
+
+
+def test_duplicate_far_behind_and_gap_within_window():
+    tx, rx = LinkSender(FMT), LinkReceiver(FMT, (12, 12, 12, 4))
+    p = pk.pack(pk.Packet(pk.Header.data(pk.VC_DP, 1, 0, 3), (1, 2, 3)), FB)
+    s = tx.seal_packet(p)
+    assert [rx.receive(w).kind for w in s[:2]] == ["flit", "flit"]
+    r = rx.receive(s[0])                                    # a copy of an old flit
+    assert r.kind == "dup" and r.credits == 0
+    r = rx.receive(s[3])                                    # s[2] lost: the packet is broken
+    assert (r.kind, r.lost, r.restart, r.credits) == ("orphan", 1, True, 2)
+    with pytest.raises(ValueError, match="inside a packet"):
+        _probe_inside(p)
+
+
+def _probe_inside(words):
+    tx = LinkSender(FMT)
+    tx.seal(words[0])
+    tx.probe(1)
+
+
+# -- RTL against the protocol --------------------------------------------------------------------
+def simulate(dut, tb):
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(tb)
+    sim.run()
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_link_rx_rtl_matches_protocol(seed):
+    from fred.hdl.linkcheck import LinkRx
+    rng = random.Random(seed)
+    words, _, _ = faulty_stream(rng, _packets(rng, 120), 0.08)
+    ref = LinkReceiver(FMT, (12, 12, 12, 4))
+    dut = LinkRx(FB, 8, (12, 12, 12, 4))
+    seen = {"n": 0}
+
+    async def tb(ctx):
+        for w in words:
+            for _ in range(rng.randint(0, 1)):          # idle cycles between words
+                ctx.set(dut.i.valid, 0)
+                await ctx.tick()
+            ctx.set(dut.i.valid, 1)
+            ctx.set(dut.i.payload.as_value(), w)
+            r = ref.receive(w)
+            got = (ctx.get(dut.o.valid), ctx.get(dut.restart), ctx.get(dut.bad), ctx.get(dut.dup),
+                   ctx.get(dut.lost), [ctx.get(dut.credit[v]) for v in range(4)])
+            cred = [0] * 4
+            cred[r.vc] = r.credits
+            want = (int(r.passed), int(r.restart), int(r.kind == "bad"), int(r.kind == "dup"),
+                    r.lost, cred)
+            assert got == want, (seen["n"], r)
+            if r.passed:
+                assert ctx.get(dut.o.payload.data) == r.data and ctx.get(dut.o.payload.last) == r.last
+            seen["n"] += 1
+            await ctx.tick()
+
+    simulate(dut, tb)
+    assert seen["n"] == len(words)
+
+
+def test_link_tx_rtl_seals_like_the_protocol_probes_and_poisons():
+    from fred.hdl.linkcheck import LinkTx
+    rng = random.Random(5)
+    packets = _packets(rng, 40)
+    inner = [w for p in packets for w in pk.pack(p, FB)]
+    ref = LinkSender(FMT)
+    want = [ref.seal(w) for w in inner]
+    dut = LinkTx(FB, 8, probe_idle=20)
+    out = []
+
+    async def tb(ctx):
+        k = 0
+        poisoned = None
+        while k < len(inner):
+            ctx.set(dut.i.valid, 1)
+            ctx.set(dut.i.payload.as_value(), inner[k])
+            ready = rng.random() < 0.7
+            ctx.set(dut.o.ready, ready)
+            ctx.set(dut.poison, k == 17)
+            if ready and ctx.get(dut.o.valid):
+                out.append(ctx.get(dut.o.payload.as_value()))
+                if k == 17:
+                    poisoned = len(out) - 1
+                if ctx.get(dut.i.ready):
+                    k += 1
+            await ctx.tick()
+        ctx.set(dut.i.valid, 0)
+        ctx.set(dut.poison, 0)
+        ctx.set(dut.o.ready, 1)
+        for _ in range(120):                      # idle: one probe per VC that sent flits
+            if ctx.get(dut.o.valid):
+                out.append(ctx.get(dut.o.payload.as_value()))
+            await ctx.tick()
+        out.append(poisoned)
+
+    simulate(dut, tb)
+    poisoned = out.pop()
+    flits = [w for w in out if not FMT.is_probe(w)]
+    probes = [FMT.fields(w) for w in out if FMT.is_probe(w)]
+    assert not FMT.fields(flits[poisoned]).ok
+    flits[poisoned] = want[poisoned]
+    assert flits == want
+    used = sorted({p.header.vc for p in packets})
+    assert sorted(p.vc for p in probes) == used and all(p.ok for p in probes)
+    assert all(p.fseq == ref.fseq[p.vc] for p in probes)
+
+
+def test_vc_buffer_abort_or_cut_and_write_in_one_cycle():
+    """The flit written with ``w_abort`` or ``w_cut`` starts the next packet."""
+    from fred.hdl.switch_buffers import VCBuffer
+    dut = VCBuffer(16, 8)
+    log = {}
+
+    async def tb(ctx):
+        async def step(**kw):
+            for k in ("w_en", "w_close", "w_abort", "w_cut", "r_pop", "skip_en"):
+                ctx.set(getattr(dut, k), kw.get(k, 0))
+            ctx.set(dut.w_data, kw.get("d", 0))
+            freed = ctx.get(dut.freed)
+            await ctx.tick()
+            return freed
+        await step(w_en=1, d=1)
+        await step(w_en=1, d=2)
+        assert await step(w_en=1, d=3, w_abort=1) == 2        # 1, 2 freed; 3 starts anew
+        assert ctx.get(dut.r_avail) == 1 and ctx.get(dut.r_closed) == 0
+        await step(w_en=1, d=4, w_close=1)                      # packet [3, 4]
+        await step(w_en=1, d=5)
+        await step(w_en=1, d=6, w_cut=1, w_close=1)            # [5] cut, [6] a whole packet
+        await step(w_en=1, d=7)
+        await step(w_en=1, d=8, w_cut=1)                        # [7] cut, 8 open
+        assert ctx.get(dut.level) == 6
+        assert await step(w_abort=1) == 1                       # only 8 goes
+        got = []
+        while ctx.get(dut.r_avail):
+            got.append((ctx.get(dut.r_data), ctx.get(dut.r_closed)))
+            await step(r_pop=1)
+        log["got"] = got
+
+    simulate(dut, tb)
+    assert log["got"] == [(3, 1), (4, 1), (5, 1), (6, 1), (7, 1)]
+
+
+def test_input_port_restart_drops_the_broken_packet_and_takes_the_next():
+    from fred.hdl.switch_buffers import InputPort
+    dut = InputPort(FB, (8, 8, 8, 2), max_len=4)
+    a = pk.pack(pk.Packet(pk.Header.data(pk.VC_DP, 2, 1, 3), (1, 2, 3)), FB)
+    b = pk.pack(pk.Packet(pk.Header.data(pk.VC_DP, 2, 2, 2), (4, 5)), FB)
+    rec = {"credit": 0, "err": 0}
+
+    async def tb(ctx):
+        for k, w in enumerate(a[:2] + b):             # a's tail lost; b's header restarts
+            ctx.set(dut.i.valid, 1)
+            ctx.set(dut.i.payload.as_value(), w)
+            ctx.set(dut.restart, k == 2)
+            rec["credit"] += ctx.get(dut.credit[pk.VC_DP])
+            rec["err"] += ctx.get(dut.err)
+            await ctx.tick()
+        ctx.set(dut.i.valid, 0)
+        ctx.set(dut.restart, 0)
+        await ctx.tick()
+        rec["head"] = pk.decode_header(ctx.get(dut.head_word[pk.VC_DP]))
+        rec["level"] = ctx.get(dut.level[pk.VC_DP])
+
+    simulate(dut, tb)
+    assert rec["credit"] == 2 and rec["err"] == 0            # a's two flits, not counted
+    assert rec["head"].seq == 2 and rec["level"] == 3
+
+
+def test_input_port_restart_truncates_a_taken_packet():
+    """Cut-through: the broken packet was already taken; it is completed with zero flits
+    (``trunc``, which poisons its round at the outputs) and the next one starts cleanly."""
+    from fred.hdl.switch_buffers import InputPort
+    dut = InputPort(FB, (8, 8, 8, 2), max_len=4)
+    a = pk.pack(pk.Packet(pk.Header.data(pk.VC_DP, 2, 1, 3), (1, 2, 3)), FB)
+    b = pk.pack(pk.Packet(pk.Header.data(pk.VC_DP, 2, 2, 2), (4, 5)), FB)
+    rec = {"trunc": 0, "err": 0, "d": []}
+
+    async def tb(ctx):
+        script = [(a[0], 0, 0), (a[1], 1 << pk.VC_DP, 0), (b[0], 0, 1), (b[1], 0, 0), (b[2], 0, 0)]
+        for w, take, restart in script + [(None, 0, 0)] * 6:
+            ctx.set(dut.i.valid, w is not None)
+            ctx.set(dut.i.payload.as_value(), w or 0)
+            ctx.set(dut.take, take)
+            ctx.set(dut.restart, restart)
+            ctx.set(dut.d.ready, 1)
+            rec["trunc"] += ctx.get(dut.trunc)
+            rec["err"] += ctx.get(dut.err)
+            if ctx.get(dut.d.valid):
+                rec["d"].append(ctx.get(dut.d.payload))
+            await ctx.tick()
+        rec["head"] = pk.decode_header(ctx.get(dut.head_word[pk.VC_DP]))
+        rec["done"] = ctx.get(dut.head_done) >> pk.VC_DP & 1
+
+    simulate(dut, tb)
+    assert rec["trunc"] == 1 and rec["err"] == 0
+    assert rec["d"] == [1, 0, 0]                              # a: its flit, then zeros
+    assert rec["head"].seq == 2 and rec["done"] == 1           # b whole, next at the head
+
+
+def test_online_round_corrupted_mid_packet_poisons_only_its_pair():
+    """Cut-through meets the online (default-index) route: inputs 0 -> 1 and 2 -> 3 share each
+    online round; packet 1 of input 0 has its second data flit corrupted on the link after its
+    round started (the links pause after the header, and the round of packet 0 ran with the
+    same pairs, so packet 1's starts at once). The switch counts the bad word, finds the gap at the next flit, completes the packet
+    with zeros and sends its last flit at output 1 poisoned; output 3, fed by input 2 in the same
+    round, is not touched (a switch that poisons every output of the round fails here)."""
+    from tests.test_switch import _run_switch, _small_switch
+    rng = random.Random(3)
+    pkts = {p: [pk.Packet(pk.Header.data(pk.VC_DP, pk.DEFAULT_PHASE, k, 4, port=p + 1),
+                          tuple(rng.randrange(1 << FB) for _ in range(4))) for k in range(3)]
+            for p in (0, 2)}
+    sends = {p: [w for x in pkts[p] for w in pk.pack(x, FB)] for p in (0, 2)}
+    sends[0][6:6] = [None] * 6      # the links pause after packet 1's header: its round starts
+    sends[2][6:6] = [None] * 12     # before the data come, and input 2's is still running when
+    sw = _small_switch()            # input 0's packet breaks
+    bad = []
+    outs, res = _run_switch(sw, [], sends, cycles=120, corrupt=((0, 7),), poisoned=bad)
+
+    def fwd(x, p):                  # what the switch sends: the port byte names the source
+        return pk.Packet(pk.Header.data(x.header.vc, x.header.phase, x.header.seq, 4, port=p), x.data)
+
+    assert [q for q, _ in bad] == [1] and res.get("poisoned") == 1
+    assert res.get("err_crc") == 1 and res.get("err_lost") == 1
+    assert res["err_packet"] == 0 and res["err_phase"] == 0
+    assert outs[1] == [fwd(pkts[0][0], 0), fwd(pkts[0][2], 0)]            # packet 1 dropped
+    assert outs[3] == [fwd(x, 2) for x in pkts[2]]
