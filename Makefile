@@ -46,7 +46,7 @@ run: $(STAMP)
 	@$(PY) -m fred.run
 
 test: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) -m "not regress" tests
+	$(PY) -m pytest -n $(JOBS) --dist worksteal -m "not regress" tests
 
 regress: $(STAMP)
 	FRED_REGRESS=1 $(PY) -m pytest -n $(JOBS) tests

@@ -24,18 +24,20 @@ K, J, L = DEFAULTS["K"], DEFAULTS["J"], DEFAULTS["L"]
 OFFSETS = list(DEFAULTS["offsets"])
 
 # Switch figures of the bench build (measure_switch's measurement scenario, FRED_3(4), 2 x int32
-# lanes, buffers 12/2, max_len 4) and the RTL's delays for the default scenario, seed 1
-# (python -m fred.bench overlap): for the model-only tests, which need no Verilator.
+# lanes, buffers 12/2, max_len 4, cut-through) and the RTL's delays for the default scenario,
+# seed 1 (python -m fred.bench overlap): for the model-only tests, which need no Verilator.
+# Re-recorded for the cut-through switch: activation counts from the header (3 / 1 cycles, were
+# 6 / 5 from the last flit), preemption 7..12 (was 10..14), MP alone ends at 39 (was 42).
 FIGURES = {"params": {"ports": 4, "lanes": 2, "dtype": "int32", "max_len": 4, "fabric_latency": 3},
-           "activation_cycles": {"new_config": 6, "same_config": 5},
-           "phase_switch_cycles": 7, "preemption_cycles": {"min": 10, "max": 14, "mean": 12.3}}
+           "activation_cycles": {"new_config": 3, "same_config": 1},
+           "phase_switch_cycles": 7, "preemption_cycles": {"min": 7, "max": 12, "mean": 9.6}}
 RECORDED = {
     "params": {"ports": 4, "K": K, "J": J, "L": L, "offsets": OFFSETS},
-    "runs": {"dp_alone": {"dp_end": 131, "dp_gap": 0}, "mp_alone": {"mp_end": 42, "mp_first": 7},
+    "runs": {"dp_alone": {"dp_end": 127, "dp_gap": 0}, "mp_alone": {"mp_end": 39, "mp_first": 4},
              **{f"both@{o}": {"mp_in": o, "dp_gap": 42, "mp_first": f}
-                for o, f in zip(OFFSETS, (10, 12, 13, 10, 11))}},
-    "dp_delay": dict(zip(OFFSETS, (46, 44, 46, 44, 46))),
-    "mp_delay": dict(zip(OFFSETS, (3, 5, 6, 3, 4))),
+                for o, f in zip(OFFSETS, (9, 8, 7, 6, 10))}},
+    "dp_delay": dict(zip(OFFSETS, (44, 44, 44, 44, 44))),
+    "mp_delay": dict(zip(OFFSETS, (5, 4, 3, 2, 6))),
 }
 
 
