@@ -80,7 +80,7 @@ def _area_doc():
 
 
 def test_timing_schema_2_area_section_and_old_files():
-    assert load_timing().schema_version == 1 and load_timing().area_at_width is None  # v1 reads
+    assert load_timing().schema_version == 3 and load_timing().area_at_width is None  # v3 reads
     d = _area_doc()
     assert validate_timing(d)["area_at_width"]["lanes"] == 256
     bad = _area_doc()

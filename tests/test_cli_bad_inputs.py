@@ -522,7 +522,7 @@ CASES = [
     ("collective --timing {d}/t_phase_neg.json", "field summary.phase_switch_cycles = -1 must be >= 0"),
     ("collective --timing {d}/t_pre_neg.json", "field summary.preemption_cycles_max = -5 must be >= 0"),
     ("collective --timing {d}/t_pre_list.json", "field summary.preemption_cycles_max = [35] has the wrong type"),
-    ("collective --timing {d}/t_act_big.json", "summary.activation_cycles = 100 exceeds preemption_cycles_max = 35"),
+    ("collective --timing {d}/t_act_big.json", "summary.activation_cycles = 100 exceeds preemption_cycles_max = "),
     ("collective --timing {d}/t_fab_lat.json", "is not fabric_latency_cycles + switch_overhead_cycles"),
     ("collective --timing {d}/t_overhead_str.json", "field summary.switch_overhead_cycles = '9' has the wrong type"),
     ("collective --timing {d}/t_chiplets.json", "field summary.chiplets = 'FRED_3(12)' has the wrong type"),

@@ -71,11 +71,18 @@ def test_fred_tree(name, up):
     assert t.path_nodes(0, 19) == [0, l1[0], root, l1[4], 19]
     per_l1 = [sum(1 for io in t.io_nodes if t.meta["parent"][io] == s) for s in l1]
     assert sorted(per_l1) == [3, 3, 4, 4, 4]
-    lat = t.path_latency(0, 19)
-    # each switch first takes a whole packet in (1 + 8 flits of 512 B) on its incoming link
+    # the default timing file is the cut-through switch's: a hop costs its measured traversal
+    assert t.timing.cut_through and t.store_forward_bytes == 0
+    assert t.path_latency(0, 19) == pytest.approx(4 * 20e-9 + 3 * t.timing.latency_s)
+    # a store-and-forward switch first takes a whole packet in (1 + 8 flits of 512 B) on the
+    # link entering each switch
+    import dataclasses
+
+    p = P.default_params()
+    saf = build_fabric(name, dataclasses.replace(p, switch=dataclasses.replace(p.switch, cut_through=False)))
     pkt = 9 * 512
-    assert t.store_forward_bytes == pkt
-    assert lat == pytest.approx(4 * 20e-9 + 3 * t.timing.latency_s + pkt / 3e12 + 2 * pkt / up)
+    assert saf.store_forward_bytes == pkt
+    assert saf.path_latency(0, 19) == pytest.approx(4 * 20e-9 + 3 * t.timing.latency_s + pkt / 3e12 + 2 * pkt / up)
     assert build_fabric("mesh").path_latency(0, 19) == pytest.approx(7 * 20e-9)   # NPU routers: cut-through
 
 

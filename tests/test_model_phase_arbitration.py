@@ -118,7 +118,9 @@ def test_measured_preemption_reaches_the_model():
     st = switch_timing(tf)
     assert st.preemption_cycles == tf.summary["preemption_cycles_max"] > 0
     assert st.preemption_cycles >= st.phase_switch_cycles       # a preemption includes a switch
-    assert 0 < st.activation_cycles == tf.data["switch"]["activation_cycles"]["new_config"]
+    sw = tf.data["switch"]
+    act = sw["cut_through_cycles"]["activation"] if st.cut_through else sw["activation_cycles"]
+    assert 0 < st.activation_cycles == act["new_config"]
     assert st.preemption_delay_s == pytest.approx((st.preemption_cycles - st.activation_cycles) / st.clock_hz)
     assert P.default_params().switch.preemption_cycles == st.preemption_cycles
     with pytest.raises(ValueError, match="preemption_cycles must be >= 0, got -3"):
