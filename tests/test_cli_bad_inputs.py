@@ -20,6 +20,7 @@ import sys
 import pytest
 
 from fred.cli import main
+from fred.sim.formal_run import descendants
 
 #: seconds a bad command line may take (imports included): refusing must not start any work
 WATCHDOG_S = 30
@@ -675,31 +676,12 @@ class _Hang(Exception):
     pass
 
 
-def _descendants(pid):
-    """Process ids of every descendant of ``pid`` (Linux /proc)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
 @pytest.fixture
 def watchdog():
     """Fail (instead of hanging) when a command line runs longer than :data:`WATCHDOG_S`; a
     build or simulation it started is killed with it."""
     def ring(signum, frame):
-        for pid in _descendants(os.getpid()):
+        for pid in descendants(os.getpid()):
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
