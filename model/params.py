@@ -142,7 +142,7 @@ class WaferParams:
         q = packet_error(self.bit_error_rate, bits, flits)
         if q > curve[-1][0]:
             reach = max_bit_error_rate(curve, bits, flits)
-            raise ValueError(f"bit-error rate {self.bit_error_rate:g} is beyond the goodput curve measured "
+            raise ValueError(f"bit-error-rate {self.bit_error_rate:g} is beyond the goodput curve measured "
                              f"on the switch RTL (packet error {q:.3g} > {curve[-1][0]:.3g}; it covers "
                              f"bit-error rates up to {reach:.3g})")
         return goodput_at(curve, q)

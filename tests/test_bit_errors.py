@@ -60,7 +60,7 @@ def test_model_derates_links_by_the_measured_goodput(tmp_path):
     assert p.bit_error_goodput == pytest.approx(goodput_at(st.fault_curve, q))
     assert p.link_efficiency == pytest.approx(base.link_efficiency * p.bit_error_goodput)
     assert p.link_efficiency < base.link_efficiency
-    with pytest.raises(ValueError, match="bit-error rate 0.0001 is beyond the goodput curve"):
+    with pytest.raises(ValueError, match="bit-error-rate 0.0001 is beyond the goodput curve"):
         base.replace(bit_error_rate=1e-4)
     with pytest.raises(ValueError, match="must be in"):
         base.replace(bit_error_rate=-1e-9)
