@@ -121,3 +121,16 @@ def test_embedded_default_reads_without_link_faults():
     assert tf.schema_version in (1, 2, 3, 4)
     if tf.schema_version < 4:
         assert tf.link_faults is None and switch_timing(tf).fault_curve == ()
+
+
+def test_estimate_text_says_how_links_are_derated(capsys):
+    """``fred estimate --bit-error-rate``: the text output names the rate and the goodput it
+    derates the wafer links by (the table alone can hide a small derating at its precision)."""
+    from fred.cli import main
+
+    assert main(["estimate", "-w", "resnet-152", "-f", "mesh", "--bit-error-rate", "1e-7"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    g = params.default_params().replace(bit_error_rate=1e-7).bit_error_goodput
+    assert 0 < g < 1 and first.startswith("links: bit-error rate 1e-07") and f"{g:.6f}" in first
+    assert main(["estimate", "-w", "resnet-152", "-f", "mesh"]) == 0
+    assert not capsys.readouterr().out.startswith("links:")

@@ -363,8 +363,16 @@ def _run_trace(args):
         print(dumps(document("estimate-trace", [estimate_result(e) for e in rows], switch_timing_source=source,
                              trace_clock_GHz=clock, traces=traces)))
     else:
-        print(format_trace_table(rows, source))
+        print(links_line(params) + format_trace_table(rows, source))
     return 0
+
+
+def links_line(params) -> str:
+    """With a bit-error rate: the line saying how the wafer links are derated (else nothing)."""
+    if not params.bit_error_rate:
+        return ""
+    return (f"links: bit-error rate {params.bit_error_rate:g} on every wafer link, payload derated by the "
+            f"Go-Back-N goodput {params.bit_error_goodput:.6f} measured on the switch RTL\n")
 
 
 def run(args):
@@ -404,7 +412,7 @@ def run(args):
                              npu=npu_json(npu), memory_policy_requested=gran.get("memory"),
                              fabrics=[f for f in FABRIC_ORDER if f in fabrics])))
     else:
-        print(format_table(rows, source, npu))
+        print(links_line(params) + format_table(rows, source, npu))
         if args.plot:
             print(f"plot: {args.plot}")
     return 0
