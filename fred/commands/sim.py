@@ -29,17 +29,14 @@ MAX_SEED = 2**32 - 1
 
 
 def _seed(text):
-    from .options import integer
-
+    """Decimal (the shared ASCII integer parser of ``fred.commands.options``) or 0x hex."""
     import re
 
-    t = str(text).strip()
-    # ASCII digits only: int() would also take '1_0' and other scripts' digits
-    m = re.fullmatch(r"([+-]?)(0[xX][0-9a-fA-F]+|[0-9]+)", t, re.ASCII)
-    if not m:
-        raise ValueError(f"--seed {text!r} is not a whole number (decimal or 0x hex)")
-    value = int(m.group(1) + m.group(2), 16 if m.group(2)[:2].lower() == "0x" else 10)
-    return integer("--seed", 0, MAX_SEED)(str(value))
+    from .options import integer
+
+    check = integer("--seed", 0, MAX_SEED)
+    m = re.fullmatch(r"([+-]?)0[xX]([0-9a-fA-F]+)", str(text).strip(), re.ASCII)
+    return check(str(int(m.group(1) + m.group(2), 16))) if m else check(text)
 
 
 def env_seed(name: str = "FRED_SEED"):
