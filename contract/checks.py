@@ -20,32 +20,35 @@ __all__ = ["check_int", "check_number", "check_name", "check_choice", "check_byt
            "check_unique"]
 
 
-def _range(name, value, low, high, why, low_open=False):
+def _range(name, value, low, high, why, low_open=False, shown=None):
+    said = repr(value) if shown is None else shown
     if low is not None and (value <= low if low_open else value < low):
         op = ">" if low_open else ">="
-        raise ValueError(f"{name} {value!r} is too small: must be {op} {low}" + (f" ({why})" if why else ""))
+        raise ValueError(f"{name} {said} is too small: must be {op} {low}" + (f" ({why})" if why else ""))
     if high is not None and value > high:
-        raise ValueError(f"{name} {value!r} is too large: must be <= {high}" + (f" ({why})" if why else ""))
+        raise ValueError(f"{name} {said} is too large: must be <= {high}" + (f" ({why})" if why else ""))
 
 
 def check_int(name: str, value, low: int | None = None, high: int | None = None,
-              why: str | None = None) -> int:
-    """An integer (``bool`` is not one) with ``low <= value <= high``."""
+              why: str | None = None, shown: str | None = None) -> int:
+    """An integer (``bool`` is not one) with ``low <= value <= high``. ``shown``: how a refusal
+    names the value (the text the user typed; default its ``repr``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, not {type(value).__name__} {value!r}")
     value = int(value)
-    _range(name, value, low, high, why)
+    _range(name, value, low, high, why, shown=shown)
     return value
 
 
 def check_number(name: str, value, low: float | None = None, high: float | None = None,
-                 why: str | None = None, low_open: bool = False) -> float:
-    """A finite real number with ``low <= value <= high`` (``low < value`` with ``low_open``)."""
+                 why: str | None = None, low_open: bool = False, shown: str | None = None) -> float:
+    """A finite real number with ``low <= value <= high`` (``low < value`` with ``low_open``).
+    ``shown``: how a refusal names the value (the text the user typed; default its ``repr``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, not {type(value).__name__} {value!r}")
     if not math.isfinite(value):
-        raise ValueError(f"{name} {value!r} must be a finite number")
-    _range(name, value, low, high, why, low_open)  # the message shows the value as given
+        raise ValueError(f"{name} {repr(value) if shown is None else shown} must be a finite number")
+    _range(name, value, low, high, why, low_open, shown)
     return float(value)
 
 

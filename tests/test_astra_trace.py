@@ -483,7 +483,7 @@ def test_cli_trace_table_and_json(tmp_path):
     (["--trace", "{tiny}", "--trace-header", "DATA", "--workload", "resnet-152"], "--workload 'resnet-152' does not apply to --trace"),
     (["--trace", "{tiny}", "--trace-header", "DATA", "--tflops", "5"], "--tflops 5.0 does not apply to --trace"),
     (["--trace", "{tiny}", "--trace-header", "DATA", "-s", "MP(4)-DP(5)"], "must be MP(1)-DP(20)-PP(1), not MP(4)-DP(5)-PP(1)"),
-    (["--trace", "{tiny}", "--trace-header", "DATA", "--trace-clock-ghz", "0"], "--trace-clock-ghz 0.0 is too small: must be >= 0.001"),
+    (["--trace", "{tiny}", "--trace-header", "DATA", "--trace-clock-ghz", "0"], "--trace-clock-ghz 0 is too small: must be >= 0.001"),
     (["--trace", "{tiny}"], "line 1, field kind: no header"),
     (["--trace", "{tiny}", "--trace-header", "PIPELINE 4"], "header given by the caller: line 1, field kind: unknown"),
 ])

@@ -165,3 +165,11 @@ def test_cli_malformed_yaml(capsys, tmp_path):
 def test_cli_bad_timing_file_one_line(capsys, tmp_path):
     rc, out, err = run_cli(capsys, "--fabric", "fred-d", "--timing", str(tmp_path / "missing.json"))
     assert rc == 2 and out == "" and err.startswith("fred: error: ") and err.count("\n") == 1
+
+
+def test_chunks_bound_is_the_models():
+    """The CLI keeps its own copy of the bound (it imports no model at start-up); they agree."""
+    from fred.commands import collective as cmd
+    from fred.model import collectives
+
+    assert cmd.MAX_CHUNKS == collectives.MAX_CHUNKS

@@ -140,7 +140,7 @@ def test_cli_text_json_plot(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, match", [
-    (["--k-min", "0"], "--k-min 0.0 is too small"),
+    (["--k-min", "0"], "--k-min 0 is too small"),
     (["--samples", "x"], "--samples 'x' is not a whole number"),
     (["--workers", "-1"], "--workers -1 is too small"),
     (["--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], "exclude each other"),

@@ -84,13 +84,15 @@ def _parse_float(option, text) -> float:
 
 def integer(option: str, low: int | None = None, high: int | None = None, why: str | None = None):
     """Whole number with ``low <= value <= high``."""
-    return _Type(option, lambda t: check_int(option, _parse_int(option, t), low, high, why), "integer", low, high)
+    return _Type(option, lambda t: check_int(option, _parse_int(option, t), low, high, why, t.strip()),
+                 "integer", low, high)
 
 
 def number(option: str, low: float | None = None, high: float | None = None, why: str | None = None,
            low_open: bool = False):
     """Finite real number with ``low <= value <= high`` (``low < value`` with ``low_open``)."""
-    return _Type(option, lambda t: check_number(option, _parse_float(option, t), low, high, why, low_open),
+    return _Type(option, lambda t: check_number(option, _parse_float(option, t), low, high, why, low_open,
+                                                t.strip()),
                  "number", low, high, low_open)
 
 
