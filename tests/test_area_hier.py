@@ -153,3 +153,22 @@ def test_area_width_table_and_timing_file_check(tmp_path):
     f.write_text(json.dumps({"area_at_width": other}))
     assert "DIFFERS" in compare_timing_file(f, secs) and "FRED_3(12).flipflops" in compare_timing_file(f, secs)
     assert "no timing file" in compare_timing_file(tmp_path / "none.json", secs)
+
+
+def test_area_width_embed_into_a_timing_file(tmp_path):
+    """embed() puts one section of a run's JSON into a timing file (the embedded default here),
+    with the run that measured it; the result loads; a width the run lacks is named."""
+    import json
+
+    from fred.benchmarks.area_width import embed
+
+    runs = tmp_path / "area-width.json"
+    runs.write_text(json.dumps([dict(_section(256), dtype="fp16"), dict(_section(320, switch=False), dtype="fp16")]))
+    out = tmp_path / "t.json"
+    sec = embed(runs, 320, None, out, "python -m fred.bench area-width, revision abc")
+    t = load_timing(out)
+    assert t.area_at_width["lanes"] == 320 and t.area_at_width["measured_by"].endswith("revision abc")
+    assert t.area_at_width["designs"]["FRED_3(12)"]["flipflops"] == sec["designs"]["FRED_3(12)"]["flipflops"]
+    assert t.data["cells"] == load_timing().data["cells"]          # the rest is the file it started from
+    with pytest.raises(ValueError, match="no section at 64 lanes .it has 256, 320"):
+        embed(runs, 64, None, out, "x")

@@ -10,6 +10,10 @@ that has the file), so the documented figures are this code's output. yosys resu
 per module (build cache ``area/``): the first run on a machine synthesizes every module (tens of
 CPU minutes at these widths), a later one only regenerates the Verilog.
 
+Every section is also written, as JSON, to ``build/area-width.json`` (``FRED_AREA_JSON``
+overrides the path); :func:`embed` puts one of them into a timing file as its ``area_at_width``
+section (how the embedded default got its own, with the revision that measured it).
+
 When a timing file with an ``area_at_width`` section at one of these widths is given
 (``FRED_TIMING_FILE``, default ``build/fred-timing.json``), each design's figures in it are
 compared with this run's (rounded as the timing file writes them) and the result is printed: the README's table and the timing file come
@@ -27,7 +31,7 @@ from fred.contract.outputs import write_atomic
 from fred.contract.rounding import rounded
 from fred.sim.area_width import SPEC_LOGIC_FRACTION, SPEC_SWITCH_CHIPLETS_MM2, width_area
 
-__all__ = ["main", "table", "runs", "publish", "compare_timing_file", "KEYS"]
+__all__ = ["main", "table", "runs", "publish", "compare_timing_file", "embed", "KEYS"]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "README.md"
@@ -126,9 +130,30 @@ def publish(sections, timing_file=None) -> str:
     return text
 
 
+def embed(sections_json, lanes: int, timing_in, timing_out, measured_by: str) -> dict:
+    """Write ``timing_out``: the timing file ``timing_in`` (``None``: the embedded default) with
+    the section of ``lanes`` from ``sections_json`` (a file :func:`main` wrote) as its
+    ``area_at_width``, ``measured_by`` saying which run produced it. Returns the section."""
+    from fred.contract.timing import load_timing, write_timing
+
+    sections = json.loads(pathlib.Path(sections_json).read_text())
+    sec = next((s for s in sections if s["lanes"] == lanes), None)
+    if sec is None:
+        raise ValueError(f"{sections_json} has no section at {lanes} lanes "
+                         f"(it has {', '.join(str(s['lanes']) for s in sections) or 'none'})")
+    doc = dict(load_timing(timing_in).data)
+    doc["area_at_width"] = dict(sec, measured_by=measured_by)
+    write_timing(doc, timing_out)
+    return doc["area_at_width"]
+
+
 def main(argv=None) -> int:
     t0 = time.perf_counter()
-    publish(runs(progress=lambda what: print(f"  [{time.perf_counter() - t0:6.0f} s] {what}", flush=True)))
+    sections = runs(progress=lambda what: print(f"  [{time.perf_counter() - t0:6.0f} s] {what}", flush=True))
+    out = pathlib.Path(os.environ.get("FRED_AREA_JSON") or ROOT / "build" / "area-width.json")
+    write_atomic(out, json.dumps(rounded(sections), indent=1, sort_keys=True) + "\n")
+    print(f"(sections written to {out})")
+    publish(sections)
     return 0
 
 
