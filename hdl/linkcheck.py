@@ -39,15 +39,23 @@ def wire_layout(flit_bits: int, fseq_bits: int):
                               "fseq": fseq_bits, "check": CRC_BITS})
 
 
-def crc_check(bits):
-    """The wire check of the covered bits ``bits`` (~CRC-32C): 32 XOR trees."""
+def crc_check(m, bits, name="crc"):
+    """The wire check of the covered bits ``bits`` (~CRC-32C): 32 XOR trees, added to ``m``.
+
+    ``bits`` is first driven onto a signal (``{name}_in``) and the taps are slices of that
+    signal: tapping an expression (a ``Cat`` of fields, a slice of a view) makes Amaranth
+    re-emit the whole expression for every tap, which at a 4,096-bit flit took most of a minute
+    per module."""
     n = len(bits)
+    word = Signal(n, name=f"{name}_in")
+    check = Signal(CRC_BITS, name=f"{name}_check")
     cols = crc_columns(n)
     out = []
     for j in range(CRC_BITS):
-        taps = [bits[i] for i in range(n) if cols[i] >> j & 1]
+        taps = [word[i] for i in range(n) if cols[i] >> j & 1]
         out.append(Cat(*taps).xor() if taps else Const(0, 1))
-    return Cat(*out) ^ Const(_ALL_ONES, CRC_BITS)
+    m.d.comb += [word.eq(bits), check.eq(Cat(*out) ^ Const(_ALL_ONES, CRC_BITS))]
+    return check
 
 
 class LinkRx(wiring.Component):
@@ -80,7 +88,7 @@ class LinkRx(wiring.Component):
         w = self.i.payload
         word = w.as_value()
         ok = Signal()
-        m.d.comb += ok.eq(crc_check(word[:f.covered]) == w.check if self.check else 1)
+        m.d.comb += ok.eq(crc_check(m, word[:f.covered]) == w.check if self.check else 1)
         exp = [Signal(f.fseq_bits, name=f"exp{v}") for v in range(4)]
         in_pkt = Signal()
         cur_vc = Signal(2)
@@ -156,7 +164,7 @@ class LinkTx(wiring.Component):
                          last.eq(self.i.payload.last), head.eq(~in_pkt), fvc.eq(vc),
                          fs.eq(Array(fseq)[vc])]
         low = Cat(fdata, last, head, probe, fvc, fs)
-        check = crc_check(low) ^ Mux(self.poison & ~probing, _ALL_ONES, 0)
+        check = crc_check(m, low) ^ Mux(self.poison & ~probing, _ALL_ONES, 0)
         m.d.comb += [self.o.payload.eq(Cat(low, check)), self.i.ready.eq(self.o.ready & ~probing)]
         fire = self.i.valid & self.i.ready
         pend = Signal(4)        # VCs that sent flits since their last probe

@@ -96,8 +96,12 @@ def _stale(m, sw, ports, v, stale, rw_valid, rw_seq, ab):
         _, ph, sq = _fields(ports[p].head_word[v])
         h = Signal(name=f"has_rw_{p}_{v}")
         idx = ph[:ab]
-        m.d.comb += h.eq(ports[p].head_valid[v] & (ph < sw.capacity) & Array(rw_valid)[idx]
-                         & (sq == Array(rw_seq)[idx]))
+        # every index value has an entry (a complete case, lint clean at any capacity); the pads
+        # are never selected (ph < capacity)
+        pad = 2 ** ab - sw.capacity
+        m.d.comb += h.eq(ports[p].head_valid[v] & (ph < sw.capacity)
+                         & Array(rw_valid + [Const(0, 1)] * pad)[idx]
+                         & (sq == Array(rw_seq + [Const(0, 16)] * pad)[idx]))
         valid.append(ports[p].head_valid[v] & (ph != DEFAULT_PHASE))
         phase.append(ph)
         seq.append(sq)

@@ -159,7 +159,8 @@ class PhaseTable(wiring.Component):
         cap = L.capacity
         m.submodules.mem = mem = memory.Memory(shape=L.entry_width, depth=cap, init=[])
         w = mem.write_port()
-        valid = Signal(cap)
+        ab = max(1, (cap - 1).bit_length())
+        valid = Signal(2 ** ab)         # one bit per index value (a complete case); >= cap never set
         c = self.cfg.payload
         m.d.comb += self.cfg.ready.eq(1)
         e = c.entry
@@ -168,7 +169,6 @@ class PhaseTable(wiring.Component):
         in_range = (c.index < cap) & (c.index != DEFAULT_PHASE)
         accept = Signal()
         m.d.comb += accept.eq(self.cfg.valid & in_range & (~c.valid | entry_ok))
-        ab = max(1, (cap - 1).bit_length())
         m.d.comb += [w.addr.eq(c.index[:ab]), w.data.eq(e), w.en.eq(accept & c.valid)]
         with m.If(accept):
             m.d.sync += valid.bit_select(c.index[:ab], 1).eq(c.valid)
