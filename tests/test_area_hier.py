@@ -81,7 +81,7 @@ def _area_doc():
 
 
 def test_timing_schema_2_area_section_and_old_files():
-    assert load_timing().schema_version == 4 and load_timing().area_at_width is None  # v4 reads
+    assert load_timing().schema_version == 4 and load_timing().area_at_width["lanes"] == 256  # v4 reads
     d = _area_doc()
     assert validate_timing(d)["area_at_width"]["lanes"] == 256
     bad = _area_doc()
@@ -172,3 +172,22 @@ def test_area_width_embed_into_a_timing_file(tmp_path):
     assert t.data["cells"] == load_timing().data["cells"]          # the rest is the file it started from
     with pytest.raises(ValueError, match="no section at 64 lanes .it has 256, 320"):
         embed(runs, 64, None, out, "x")
+
+
+def test_readme_area_table_is_the_embedded_timing_files():
+    """The README's area-at-width rows at the width of the embedded default's area_at_width
+    section are that section's figures (both from one run of the bench: fred.bench area-width,
+    then embed())."""
+    import re
+    from pathlib import Path
+
+    sec = load_timing().area_at_width
+    assert sec is not None and sec["lanes"] == 256 and "measured_by" in sec
+    assert {"cell R", "cell D", "cell RD", "FRED_3(12)", "FRED_3(10)", "switch (12 ports)"} <= set(sec["designs"])
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("<!-- area-width:begin -->", 1)[1].split("<!-- area-width:end -->", 1)[0]
+    rows = {}
+    for m in re.finditer(r"^\| ([^|]+?) \| (\d+) \| ([\d,]+) \| ([\d,]+) \|", block, re.M):
+        rows[(m.group(1), int(m.group(2)))] = (int(m.group(3).replace(",", "")), int(m.group(4).replace(",", "")))
+    for name, d in sec["designs"].items():
+        assert rows[(name, sec["lanes"])] == (d["cells"], d["flipflops"]), name
