@@ -39,16 +39,15 @@ def wire_layout(flit_bits: int, fseq_bits: int):
                               "fseq": fseq_bits, "check": CRC_BITS})
 
 
-def crc_check(m, bits, name="crc"):
+def crc_check(m, bits):
     """The wire check of the covered bits ``bits`` (~CRC-32C): 32 XOR trees, added to ``m``.
 
-    ``bits`` is first driven onto a signal (``{name}_in``) and the taps are slices of that
-    signal: tapping an expression (a ``Cat`` of fields, a slice of a view) makes Amaranth
-    re-emit the whole expression for every tap, which at a 4,096-bit flit took most of a minute
-    per module."""
+    ``bits`` is first driven onto a signal (``crc_in``) and the taps are slices of that signal:
+    tapping an expression (a ``Cat`` of fields, a slice of a view) makes Amaranth re-emit the
+    whole expression for every tap, which at a 4,096-bit flit took most of a minute per module."""
     n = len(bits)
-    word = Signal(n, name=f"{name}_in")
-    check = Signal(CRC_BITS, name=f"{name}_check")
+    word = Signal(n, name="crc_in")
+    check = Signal(CRC_BITS, name="crc_check")
     cols = crc_columns(n)
     out = []
     for j in range(CRC_BITS):
