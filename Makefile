@@ -52,10 +52,10 @@ regress: $(STAMP)
 	FRED_REGRESS=1 $(PY) -m pytest -n $(JOBS) tests
 
 coverage: $(STAMP)
-	$(PY) -m fred.sim.coverage_run --out $(BUILD)/coverage
+	$(PY) -m fred.sim.coverage --out $(BUILD)/coverage
 
 formal: $(STAMP)
-	$(PY) -m fred.sim.formal --out $(BUILD)/formal --jobs $(JOBS)
+	$(PY) -m fred.sim.formal.suite --out $(BUILD)/formal --jobs $(JOBS)
 
 bench: $(STAMP)
 	$(PY) -m fred.bench

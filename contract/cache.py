@@ -7,7 +7,7 @@ and every checkout of one machine shares the compiler cache. Inside it:
 
 * ``sim/``    -- Verilator builds, one folder per Verilog text and toolchain (``fred.sim.toolchain``);
   the cocotb runs of a build go in ``run-*`` folders inside it;
-* ``area/``   -- yosys area runs, one folder per Verilog text and script (``fred.hdl.area``);
+* ``area/``   -- yosys area runs, one folder per Verilog text and script (``fred.hdl.physical.area``);
 * ``ccache/`` -- the C++ compiler cache of the Verilator builds.
 
 Deleting the whole folder at any time no ``fred`` process runs is safe (everything is rebuilt).

@@ -346,7 +346,7 @@ class WireFormat:
     """Wire word of a link with ``flit_bits`` data bits and ``fseq_bits`` sequence bits.
 
     LSB first: ``data`` (flit_bits), ``last``, ``head``, ``probe``, ``vc`` (2), ``fseq``
-    (fseq_bits), ``check`` (32) -- the Amaranth layout :func:`fred.hdl.linkcheck.wire_layout`.
+    (fseq_bits), ``check`` (32) -- the Amaranth layout :func:`fred.hdl.switch.linkcheck.wire_layout`.
     ``data | last << flit_bits`` is the link word of :func:`pack`, so :func:`word_fields` reads
     a wire word too. ``check`` = ~CRC-32C of the ``covered`` low bits.
     """

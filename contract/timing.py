@@ -1,6 +1,6 @@
 """Timing files: the measured link from the RTL to the system model (the whole contract).
 
-A timing file is the JSON document :func:`fred.sim.characterize.characterize` measures and
+A timing file is the JSON document :func:`fred.sim.characterize.run.characterize` measures and
 :func:`write_timing` writes (``fred characterize -o FILE``; schema in docs/characterization.md).
 This module holds all of the contract: the schema (:data:`KIND`, :data:`SCHEMA_VERSION`,
 :func:`validate_timing`), the summary the model uses (:func:`summarize`), the writer
@@ -8,7 +8,7 @@ This module holds all of the contract: the schema (:data:`KIND`, :data:`SCHEMA_V
 (``contract/data/timing-default.json``, package data of :mod:`fred.contract`: a characterization
 of the default configuration produced by the same code and checked against the RTL by
 tests/test_characterize.py). The model never types switch figures in: it loads a timing file and
-turns it into its switch parameters (:func:`fred.model.timing.switch_timing`).
+turns it into its switch parameters (:func:`fred.model.system.timing.switch_timing`).
 
 Every problem with a file (missing, not JSON, wrong schema version, missing or ill-typed field)
 raises :class:`TimingFileError` with one line naming the file and the problem and saying how to
@@ -45,7 +45,7 @@ SCHEMA_CHANGES = {
        "store-and-forward switch (latencies from the last input flit): it reads the same, and "
        "the model keeps charging one packet's link time per switch hop for it",
     4: "adds the optional section link_faults (goodput of Go-Back-N through the switch vs the "
-       "fault rate per flit, measured by the fault bench: sim/measure_faults.py); the model "
+       "fault rate per flit, measured by the fault bench: sim/characterize/faults.py); the model "
        "derates its links by it for a chosen bit-error rate; a version 1, 2 or 3 file reads the "
        "same, without that section (no bit-error derating possible)",
 }

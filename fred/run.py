@@ -3,7 +3,7 @@
 1. emit Verilog for the microswitch cells, the wafer's switch chiplets FRED_3(12) and FRED_3(10)
    and the switch into ``build/verilog`` (the same files as ``make verilog``);
 2. characterize the RTL in simulation (cells, chiplets, switch; yosys area) into
-   ``build/fred-timing.json`` (:mod:`fred.sim.characterize`);
+   ``build/fred-timing.json`` (:mod:`fred.sim.characterize.run`);
 3. print the ``fred estimate`` table computed with that timing file.
 
 Options: ``--quick`` (fewer beats per measurement), ``--no-area``,
@@ -60,7 +60,7 @@ def emit_verilog(outdir: Path) -> list:
 def characterize_step(path: Path, quick: bool, area: bool):
     """Characterize into ``path``; return the path."""
     from fred.contract.timing import write_timing
-    from fred.sim.characterize import characterize
+    from fred.sim.characterize.run import characterize
 
     kw = dict(beats=64, sweep_beats=48, cell_beats=150, loads=(0.5, 1.0)) if quick else {}
     doc = characterize(lanes=LANES, dtype=DTYPE, middle=MIDDLE, chiplets=CHIPLETS,

@@ -33,7 +33,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from fred.hdl.area_hier import module_tree, port_stub
+from fred.hdl.physical.area_hier import module_tree, port_stub
 
 __all__ = ["lint", "lint_modules", "WAIVERS", "LintError"]
 
@@ -140,8 +140,8 @@ def lint_modules(verilog_text: str, top: str, extra_args=()) -> dict:
     for the modules with un-waived messages (empty: every module lint clean).
 
     Verilator lints a design flattened, so a chiplet at its real width (FRED_3(12) at 256 lanes)
-    needs more than 7 GB; here each distinct module of the text (:func:`fred.hdl.area_hier.module_tree`)
-    is linted alone, its children replaced by port-only stubs (:func:`fred.hdl.area_hier.port_stub`),
+    needs more than 7 GB; here each distinct module of the text (:func:`fred.hdl.physical.area_hier.module_tree`)
+    is linted alone, its children replaced by port-only stubs (:func:`fred.hdl.physical.area_hier.port_stub`),
     so the connections to them are checked at their exact widths. Messages inside the stubs are
     dropped, and as in a whole-design lint only the design's ``top`` has ports of its own (an
     unused input of a submodule is an internal signal, :data:`WAIVERS`)."""

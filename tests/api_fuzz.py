@@ -28,13 +28,13 @@ def _numpy_values():
 
 def targets():
     """(name, callable, good keyword arguments) of every entry point tried."""
-    from fred.hdl.cells import DCell, RCell, RDCell, build_cell
+    from fred.hdl.cells.microswitches import DCell, RCell, RDCell, build_cell
     from fred.hdl.crossbar import Crossbar
-    from fred.hdl.fabric import Fabric
-    from fred.hdl.switch import Switch
-    from fred.model.collectives import collective_time
-    from fred.model.estimate import estimate
-    from fred.model.network_yaml import NetworkSpec
+    from fred.hdl.fabric.recursive import Fabric
+    from fred.hdl.switch.top import Switch
+    from fred.model.collectives.api import collective_time
+    from fred.model.training.estimate import estimate
+    from fred.model.network.from_yaml import NetworkSpec
 
     return [
         ("RCell", RCell, dict(middle=3, lanes=2, dtype="int32")),

@@ -67,17 +67,17 @@ class Hang(BaseException):
 
 #: (module, attribute) of the slow work of each command; "Class.method" patches a method
 HEAVY = [
-    ("fred.sim.characterize", "characterize"),
-    ("fred.sim.measure_clock", "measure_clock"),
+    ("fred.sim.characterize.run", "characterize"),
+    ("fred.sim.characterize.clock", "measure_clock"),
     ("fred.commands.compare", "compare"),
-    ("fred.sim.tb_cells", "run_cell_regression"),
-    ("fred.sim.measure_faults", "run_faults"),
+    ("fred.sim.benches.cells", "run_cell_regression"),
+    ("fred.sim.characterize.faults", "run_faults"),
     ("fred.jobs", "JobRunner.__enter__"),
-    ("fred.hdl.cells", "verilog_build"),
-    ("fred.hdl.fabric", "verilog_build"),
-    ("fred.hdl.switch", "verilog_build"),
+    ("fred.hdl.cells.microswitches", "verilog_build"),
+    ("fred.hdl.fabric.recursive", "verilog_build"),
+    ("fred.hdl.switch.top", "verilog_build"),
     ("fred.hdl.crossbar", "verilog_build"),
-    ("fred.hdl.study", "study"),
+    ("fred.hdl.routing.study", "study"),
 ]
 
 

@@ -114,7 +114,7 @@ def mutate_bytes(data: bytes, rng: random.Random) -> tuple[bytes, str]:
 
 # ---- Chakra messages ---------------------------------------------------------------------------
 def _et_messages(data):
-    from fred.model.chakra_et import _messages
+    from fred.model.inputs.chakra_et import _messages
 
     return [raw for _, raw in _messages(data, "x")]
 
@@ -135,7 +135,7 @@ def _et_pack(raws):
 
 def mutate_et(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     """A field-level mutation of one Chakra .et file (a node's type, size, deps ...)."""
-    from fred.model.chakra_schema import GlobalMetadata, Node
+    from fred.model.inputs.chakra_schema import GlobalMetadata, Node
 
     raws = _et_messages(data)
     meta = GlobalMetadata()

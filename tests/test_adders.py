@@ -1,5 +1,5 @@
 """Element adders (hdl/adders.py), element types (hdl/dtypes.py) and their oracle
-(sim/golden_elem.py).
+(sim/golden/elem.py).
 
 * the oracle against hand-written IEEE-754 cases and against an independent exact integer
   implementation;
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from fred.hdl.dtypes import DTYPES, ElemType, get_dtype
-from fred.sim import golden_elem as g
+from fred.sim.golden import elem as g
 from fred.sim.toolchain import bench_seed
 
 FLOATS = ("fp16", "bf16", "fp32")
@@ -295,7 +295,7 @@ def test_latency_attribute():
 
 @pytest.mark.parametrize("dtype", ["fp32", "int32"])
 def test_measured_latency_and_throughput(dtype):
-    from fred.sim.tb_adder import measure
+    from fred.sim.benches.adder import measure
 
     r = measure(dtype, n=200)
     assert r["latency"] == r["declared"] and r["throughput"] == 1.0 and r["mismatches"] == 0
@@ -392,7 +392,7 @@ def _cocotb(dtype, fault=None, **config):
 
     dut = ElementAdder(dtype, fault=fault)
     top = f"fred_adder_{dtype}"
-    return run_bench(verilog=emit(dut, top), toplevel=top, test_module="fred.sim.tb_adder",
+    return run_bench(verilog=emit(dut, top), toplevel=top, test_module="fred.sim.benches.adder",
                      tag=f"adder-{dtype}{'-' + fault if fault else ''}",
                      config={"dtype": dtype, "latency": dut.latency, **config})
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from fred.hdl.flows import parse_flow, parse_ports
-from fred.model.collectives import collective_time
-from fred.model.estimate import estimate
-from fred.model.network_yaml import NetworkSpec
+from fred.hdl.netlist.flows import parse_flow, parse_ports
+from fred.model.collectives.api import collective_time
+from fred.model.training.estimate import estimate
+from fred.model.network.from_yaml import NetworkSpec
 
 
 @pytest.mark.parametrize("kw, exc, match", [

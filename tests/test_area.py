@@ -7,7 +7,7 @@ from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from fred.hdl.area import is_flipflop, synth_area
+from fred.hdl.physical.area import is_flipflop, synth_area
 from fred.hdl.verilog import emit
 
 

@@ -1,4 +1,4 @@
-"""Area at real width (fred.hdl.area_hier): each distinct module once, times its instances;
+"""Area at real width (fred.hdl.physical.area_hier): each distinct module once, times its instances;
 memories as SRAM macros; gate equivalents; the timing file's area_at_width section."""
 
 import copy
@@ -6,13 +6,13 @@ import copy
 import pytest
 
 from fred.contract.timing import TimingFileError, load_timing, validate_timing
-from fred.hdl.area import synth_area
-from fred.hdl.area_hier import (AREA_SOURCES, GE_UM2, GE_WEIGHTS, LEF_WIDTH_UM, ROW_HEIGHT_UM, SRAM_UM2_PER_BIT,
+from fred.hdl.physical.area import synth_area
+from fred.hdl.physical.area_hier import (AREA_SOURCES, GE_UM2, GE_WEIGHTS, LEF_WIDTH_UM, ROW_HEIGHT_UM, SRAM_UM2_PER_BIT,
                                  gate_equivalents, hier_area, instance_counts, module_tree)
-from fred.hdl.fabric import fabric_verilog_text
-from fred.hdl.hier import emit_modules
-from fred.hdl.structure import cell_counts
-from fred.hdl.switch_buffers import VCBuffer
+from fred.hdl.fabric.recursive import fabric_verilog_text
+from fred.hdl.fabric.hier import emit_modules
+from fred.hdl.netlist.structure import cell_counts
+from fred.hdl.switch.buffers import VCBuffer
 from fred.hdl.verilog import emit
 
 
@@ -95,7 +95,7 @@ def test_timing_schema_2_area_section_and_old_files():
 
 
 def test_width_area_refuses_before_any_work():
-    from fred.sim.area_width import check_width_area, switch_buffers
+    from fred.sim.characterize.area_width import check_width_area, switch_buffers
 
     check_width_area((12, 10), 3, 256, "fp16", 12)        # the real width fits
     with pytest.raises(ValueError, match="77,253 input bits in one module"):

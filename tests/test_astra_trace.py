@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fred import FredError
-from fred.model.astra_trace import COMM_TYPES, FIELDS, KINDS, load_trace, parse_trace, trace_header
-from fred.model.collectives import collective_time
-from fred.model.trace_estimate import COMM_OPS, estimate_trace, resolve_strategy, trace_table
+from fred.model.inputs.astra_trace import COMM_TYPES, FIELDS, KINDS, load_trace, parse_trace, trace_header
+from fred.model.collectives.api import collective_time
+from fred.model.training.trace_estimate import COMM_OPS, estimate_trace, resolve_strategy, trace_table
 
 EXAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "workloads" / "astra-sim"
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.txt")) if EXAMPLES.is_dir() else []

@@ -1,4 +1,4 @@
-"""Bit-error derating of the model's links (model/bit_errors.py) and the timing file's
+"""Bit-error derating of the model's links (model/system/bit_errors.py) and the timing file's
 ``link_faults`` section (schema 4) that it reads."""
 
 import copy
@@ -8,9 +8,9 @@ import math
 import pytest
 
 from fred.contract.timing import TimingFileError, load_timing
-from fred.model import params
-from fred.model.bit_errors import curve_from_section, goodput_at, max_bit_error_rate, packet_error
-from fred.model.timing import switch_timing
+from fred.model.system import params
+from fred.model.system.bit_errors import curve_from_section, goodput_at, max_bit_error_rate, packet_error
+from fred.model.system.timing import switch_timing
 
 from tests.test_timing import _doc, _write
 

@@ -1,4 +1,4 @@
-"""The build cache (fred.contract.cache, used by fred.sim.toolchain and fred.hdl.area): its
+"""The build cache (fred.contract.cache, used by fred.sim.toolchain and fred.hdl.physical.area): its
 location, entries that a killed build cannot poison, concurrent builders of one entry.
 
 The Verilator tests start a real build of a tiny registered adder in a subprocess, kill it with
@@ -32,7 +32,7 @@ def stray(folder: Path) -> list:
 # ---- location -------------------------------------------------------------------------------
 
 def test_location(tmp_path, monkeypatch):
-    from fred.hdl.area import area_root
+    from fred.hdl.physical.area import area_root
     from fred.sim.toolchain import build_root
 
     monkeypatch.setenv("FRED_BUILD", str(tmp_path / "b"))
@@ -208,7 +208,7 @@ class RegAdd(wiring.Component):
         return m
 
 
-run_bench(verilog=emit(RegAdd(), "regadd"), toplevel="regadd", test_module="fred.sim.smoke_bench",
+run_bench(verilog=emit(RegAdd(), "regadd"), toplevel="regadd", test_module="fred.sim.benches.smoke",
           tag="killme", config=json.loads(sys.argv[1]), seed=1)
 print("bench passed", flush=True)
 """
@@ -332,7 +332,7 @@ import json, sys
 from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-from fred.hdl.area import synth_area
+from fred.hdl.physical.area import synth_area
 from fred.hdl.verilog import emit
 
 

@@ -3,7 +3,7 @@
 
 The async testbench drives random beats with random source idles and sink back-pressure,
 checks the stream rules on every output (no retraction, stable payload while stalled), and
-compares each output's beat sequence with :mod:`fred.sim.golden_cells`. The heavy random
+compares each output's beat sequence with :mod:`fred.sim.golden.cells`. The heavy random
 regression runs under Verilator (tests/test_cells_cocotb.py).
 """
 
@@ -14,10 +14,10 @@ import pytest
 from amaranth.hdl import Shape
 from amaranth.sim import Simulator
 
-from fred.hdl.cells import DCell, RCell, RDCell, build_cell, cell_latency
-from fred.hdl.modes import DMode, RDMode, RMode
-from fred.sim import golden_cells as gc
-from fred.sim.golden_elem import random_operands
+from fred.hdl.cells.microswitches import DCell, RCell, RDCell, build_cell, cell_latency
+from fred.hdl.netlist.modes import DMode, RDMode, RMode
+from fred.sim.golden import cells as gc
+from fred.sim.golden.elem import random_operands
 
 
 def _raw(x):

@@ -1,8 +1,8 @@
 """Microswitch cells under Verilator: regression, broken variant, lint, ``fred verilog``.
 
-The regression soaks run on the compiled path (sim/soak_cells.py: the cocotb cell bench's
+The regression soaks run on the compiled path (sim/soak/cells.py: the cocotb cell bench's
 checks on the same Verilog, replayed by a compiled harness); the cocotb bench itself
-(sim/tb_cells.py) runs in the broken-variant, watchdog and ``fred sim cell`` tests.
+(sim/benches/cells.py) runs in the broken-variant, watchdog and ``fred sim cell`` tests.
 ``make test`` runs a representative subset (every dtype and every cell kind at least once;
 lanes 1/4/32 and m 2/3/4 each at least once; one Verilator build per parameter set, every
 mode of the cell in one simulation). ``make regress`` (``-m regress``) runs the full cross
@@ -22,13 +22,13 @@ import sys
 
 import pytest
 
-from fred.hdl.cells import CELL_CLASSES, build_cell
+from fred.hdl.cells.microswitches import CELL_CLASSES, build_cell
 from fred.hdl.dtypes import dtype_names
 from fred.sim.lint import WAIVERS, lint
-from fred.hdl.modes import DMode, RDMode, RMode
+from fred.hdl.netlist.modes import DMode, RDMode, RMode
 from fred.hdl.verilog import emit
-from fred.sim.soak_cells import cell_soak
-from fred.sim.tb_cells import representative_modes, run_cell_regression
+from fred.sim.soak.cells import cell_soak
+from fred.sim.benches.cells import representative_modes, run_cell_regression
 from fred.sim.toolchain import bench_seed
 
 #: beats per mode in the regression (the issue asks for at least 10,000)
@@ -44,7 +44,7 @@ SUBSET = [
 
 
 def _check_report(rep, kind, m, dtype, lanes, modes):
-    """A compiled soak's figures (sim/soak_cells.py): every mode ran, latency and line rate."""
+    """A compiled soak's figures (sim/soak/cells.py): every mode ran, latency and line rate."""
     per = rep.modes
     assert len(per) == len(modes)
     for name, d in per.items():
@@ -114,7 +114,7 @@ def test_broken_cell_fails_the_checker():
 def test_bench_watchdog_fails_a_hang():
     """Programming the RD cell with 7 (no mode) while the bench drives PASS traffic: nothing
     moves, and the watchdog must fail the run instead of hanging."""
-    from fred.sim.tb_cells import regression_config
+    from fred.sim.benches.cells import regression_config
     from fred.sim.toolchain import run_bench
 
     cell = build_cell("rd", lanes=2, dtype="int32")
@@ -122,7 +122,7 @@ def test_bench_watchdog_fails_a_hang():
     cfg["codes"] = [7]
     with pytest.raises(AssertionError, match="cocotb tests failed") as exc:
         run_bench(verilog=emit(cell, cell.verilog_name), toplevel=cell.verilog_name,
-                  test_module="fred.sim.tb_cells", tag="cell-rd", config=cfg, seed=5)
+                  test_module="fred.sim.benches.cells", tag="cell-rd", config=cfg, seed=5)
     assert "watchdog: rd cell bench still running" in _sim_log(exc)
 
 

@@ -8,10 +8,10 @@ import pathlib
 import pytest
 
 from fred.cli import main
-from fred.model.bounds import lower_bound
-from fred.model.chakra_et import load_chakra, read_et_file, run_chakra
-from fred.model.chakra_schema import GlobalMetadata, Node
-from fred.model.network_yaml import parse_network_yaml
+from fred.model.collectives.bounds import lower_bound
+from fred.model.inputs.chakra_et import load_chakra, read_et_file, run_chakra
+from fred.model.inputs.chakra_schema import GlobalMetadata, Node
+from fred.model.network.from_yaml import parse_network_yaml
 
 HERE = pathlib.Path(__file__).parent
 SHIPPED = HERE / "data" / "chakra-et" / "all_reduce_4npus_1MB"

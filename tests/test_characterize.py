@@ -9,7 +9,7 @@ import pytest
 from fred.cli import main as fred_main
 from fred.contract.timing import FLOW_KINDS, load_timing
 from fred.contract.timing import summarize
-from fred.sim.characterize import DEFAULTS, chiplet_name
+from fred.sim.characterize.run import DEFAULTS, chiplet_name
 
 REGEN = "regenerate with: fred characterize -o contract/data/timing-default.json"
 
@@ -36,9 +36,9 @@ def test_summary_follows_from_the_measurements(default):
 def test_default_matches_rtl_contracts(default):
     """Cheap structural checks: latency contracts of the cells and chiplets as the RTL states
     them today equal what the file recorded and measured."""
-    from fred.hdl.cells import cell_latency
-    from fred.hdl.fabric import fabric_latency
-    from fred.hdl.structure import stages
+    from fred.hdl.cells.microswitches import cell_latency
+    from fred.hdl.fabric.recursive import fabric_latency
+    from fred.hdl.netlist.structure import stages
 
     m, lanes, dt = DEFAULTS["middle"], DEFAULTS["lanes"], DEFAULTS["dtype"]
     for kind, rec in default.data["cells"].items():
@@ -59,7 +59,7 @@ def test_rtl_still_produces_the_default(default):
     back-pressure) on the L1 chiplet, FRED_3(12), from today's RTL. One lane: every lane has
     the same pipeline, so cycles and beats/cycle do not depend on the lane count (the regress
     test below re-measures at the default lane count)."""
-    from fred.sim.measure_fabric import KINDS, kind_flows, run_fabric
+    from fred.sim.characterize.fabric import KINDS, kind_flows, run_fabric
 
     m, dt = DEFAULTS["middle"], DEFAULTS["dtype"]
     P = max(DEFAULTS["chiplets"])
@@ -77,8 +77,8 @@ def test_rtl_still_produces_the_default(default):
 def test_default_switch_is_the_wafer_chiplet(default):
     """The switch figures the model uses (phase switch, preemption, overhead) were measured on a
     switch of the largest chiplet's size with the paper's 8-flit packets, as DEFAULTS says."""
-    from fred.hdl.fabric import fabric_latency
-    from fred.sim.characterize import _switch_params
+    from fred.hdl.fabric.recursive import fabric_latency
+    from fred.sim.characterize.run import _switch_params
 
     cfg = dict(DEFAULTS)
     _switch_params(cfg)
@@ -135,7 +135,7 @@ def test_characterize_bad_input(tmp_path, capsys, argv, needle):
 def test_switch_flit_narrower_than_header_refused_before_any_bench(monkeypatch):
     """1 x int32 = a 32-bit flit cannot carry the 48-bit header: refused up front, not after the
     cell and fabric benches have run."""
-    import fred.sim.characterize as ch
+    import fred.sim.characterize.run as ch
 
     def no_bench(*a, **k):
         raise AssertionError("a bench ran before the parameters were checked")

@@ -20,7 +20,7 @@ import sys
 import pytest
 
 from fred.cli import main
-from fred.sim.formal_run import descendants
+from fred.sim.formal.runner import descendants
 
 #: seconds a bad command line may take (imports included): refusing must not start any work
 WATCHDOG_S = 30
@@ -167,7 +167,7 @@ def _chakra_variants(root):
 
     from cli_fuzz_files import _et_messages, _et_pack
 
-    from fred.model.chakra_schema import Node
+    from fred.model.inputs.chakra_schema import Node
 
     src = os.path.join(os.path.dirname(__file__), "data", "chakra-et", "all_reduce_4npus_1MB")
     for name in ("et_longer", "et_huge"):
@@ -838,7 +838,7 @@ def test_fuzz_harness_catches(tmp_path):
     assert problems(free, Outcome(0, "a\n", "", 0.1), reference=Outcome(0, "a\n", "", 0.1))[0].startswith("ignored")
     assert problems(case, Outcome(2, "", "fred: error: --size 7 is too large\n", 0.1)) == []
     with cli_fuzz.heavy_work_stopped():  # the slow work is stopped, and put back after
-        from fred.sim import characterize
+        from fred.sim.characterize import run as characterize
 
         with pytest.raises(cli_fuzz.WorkStarted):
             characterize.characterize()

@@ -1,5 +1,5 @@
-"""Clock figures (issue 13 item 5): gate levels per pipeline stage (hdl/logic_depth.py), the
-ECP5 place-and-route fmax (hdl/fpga.py), the timing file's optional ``clock`` section and
+"""Clock figures (issue 13 item 5): gate levels per pipeline stage (hdl/physical/logic_depth.py), the
+ECP5 place-and-route fmax (hdl/physical/fpga.py), the timing file's optional ``clock`` section and
 ``fred timing``."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from fred.contract.timing import TimingFileError, load_timing, validate_timing
-from fred.hdl.cells import build_cell
-from fred.hdl.fpga import parse_report
-from fred.hdl.logic_depth import depth_from_netlist, logic_depth, parse_ltp, stage_name
+from fred.hdl.cells.microswitches import build_cell
+from fred.hdl.physical.fpga import parse_report
+from fred.hdl.physical.logic_depth import depth_from_netlist, logic_depth, parse_ltp, stage_name
 from fred.hdl.verilog import emit
-from fred.sim.measure_clock import limiting
+from fred.sim.characterize.clock import limiting
 
 DATA = Path(__file__).parent / "data"
 
@@ -180,7 +180,7 @@ def test_fred_timing_gate_levels_only(tmp_path, capsys):
 def test_embedded_clock_section_reproduces():
     """Re-measure the R cell fp16 (gate levels and ECP5 fmax; yosys and nextpnr are
     deterministic for one seed) and compare with the embedded default."""
-    from fred.sim.measure_clock import measure_clock
+    from fred.sim.characterize.clock import measure_clock
 
     c = load_timing().clock
     new = measure_clock(dtypes=("fp16",), kinds=("r",), fabric_ports=0)

@@ -1,4 +1,4 @@
-"""The configuration image of ``fred route --json`` (hdl/config_image.py): the flat word the
+"""The configuration image of ``fred route --json`` (hdl/fabric/config_image.py): the flat word the
 fabric's ``cfg`` port takes and each cell's field in it, checked against the documented
 depth-first packing and driven as given into the Verilog fabric under Verilator."""
 
@@ -7,9 +7,9 @@ import json
 import pytest
 
 from fred.cli import main as fred_main
-from fred.hdl.fabric import config_bits
-from fred.hdl.routing import route
-from fred.sim.measure_fabric import run_fabric
+from fred.hdl.fabric.recursive import config_bits
+from fred.hdl.routing.compiler import route
+from fred.sim.characterize.fabric import run_fabric
 
 
 def _route_json(capsys, P, m, flows):

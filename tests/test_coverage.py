@@ -1,12 +1,12 @@
-"""Functional coverage (sim/coverage.py): classification of operands, the cover points' export,
+"""Functional coverage (sim/benches/cover.py): classification of operands, the cover points' export,
 merge and report, and the empty-bin verdict ``make coverage`` fails on. No simulator."""
 
 import numpy as np
 import pytest
 import yaml
 
-from fred.sim import coverage as C
-from fred.sim.golden_elem import from_values, special_values
+from fred.sim.benches import cover as C
+from fred.sim.golden.elem import from_values, special_values
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])

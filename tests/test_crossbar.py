@@ -6,8 +6,8 @@ import pytest
 
 from fred.hdl.crossbar import (Crossbar, crossbar_config, crossbar_latency, crossbar_throughput,
                                tree_order)
-from fred.sim.tb_crossbar import default_flows, golden_crossbar, measure_crossbar
-from fred.sim.golden_elem import add, from_values
+from fred.sim.benches.crossbar import default_flows, golden_crossbar, measure_crossbar
+from fred.sim.golden.elem import add, from_values
 
 
 def test_config_word():

@@ -7,11 +7,11 @@ import sys
 import pytest
 from amaranth.sim import Simulator
 
-from fred.hdl.fabric import (MAX_RTL_PORTS, Fabric, check_fabric_params, config_bits,
+from fred.hdl.fabric.recursive import (MAX_RTL_PORTS, Fabric, check_fabric_params, config_bits,
                              config_layout, config_width, decode_config, fabric_latency)
-from fred.hdl.modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode
-from fred.hdl.muxes import DemuxCell, MuxCell
-from fred.hdl.structure import netlist, stages
+from fred.hdl.netlist.modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode
+from fred.hdl.cells.muxes import DemuxCell, MuxCell
+from fred.hdl.netlist.structure import netlist, stages
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,7 +141,7 @@ def test_config_layout_covers_every_cell_once(P, m):
 
 
 def test_config_layout_order_and_widths():
-    from fred.hdl.cells import DCell, RCell
+    from fred.hdl.cells.microswitches import DCell, RCell
     from amaranth.hdl import Shape
 
     lay = config_layout(5, 3)
@@ -155,8 +155,8 @@ def test_config_layout_order_and_widths():
 
 
 def test_config_bits_from_routing_roundtrip():
-    from fred.hdl.cells import DCell, RCell
-    from fred.hdl.routing import route
+    from fred.hdl.cells.microswitches import DCell, RCell
+    from fred.hdl.routing.compiler import route
 
     res = route(6, 3, ["0,1,2>3", "3>0,1", "4,5>4,5"])
     word = config_bits(6, 3, res)
@@ -176,7 +176,7 @@ def test_config_bits_from_routing_roundtrip():
 
 
 def test_config_bits_rejects_mismatch():
-    from fred.hdl.routing import route
+    from fred.hdl.routing.compiler import route
 
     with pytest.raises(ValueError, match="FRED_3\\(4\\)"):
         config_bits(5, 3, route(4, 3, ["0>1"]))
@@ -191,7 +191,7 @@ def test_config_bits_rejects_mismatch():
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("P,m", [(2, 2), (3, 3), (4, 2), (5, 3), (7, 2)])
 def test_fabric_ports_width_latency(P, m):
-    from fred.hdl.cells import cell_latency
+    from fred.hdl.cells.microswitches import cell_latency
 
     f = Fabric(P, m, 2, "bf16")
     assert len(f.i) == P and len(f.o) == P
@@ -283,7 +283,7 @@ def test_cli_verilog_fabric_bad_input(args, msg):
 
 def test_shared_cell_verilog_lint_clean_and_structured():
     """fabric_verilog_text(shared=True): one module per cell kind, instantiated by every cell."""
-    from fred.hdl.fabric import fabric_verilog_text
+    from fred.hdl.fabric.recursive import fabric_verilog_text
     from fred.sim.lint import lint
 
     text = fabric_verilog_text(5, 2, 1, "int32", "fred2_p5")

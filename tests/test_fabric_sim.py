@@ -1,7 +1,7 @@
 """FRED_m(P) fabric under Verilator: random flow sets, random data and back-pressure, bit-exact.
 
-The random soaks run on the compiled path (sim/soak_fabric.py: the cocotb bench's checks, the
-same Verilog, a compiled harness); the flat Verilog form runs the cocotb bench (sim/tb_fabric.py).
+The random soaks run on the compiled path (sim/soak/fabric.py: the cocotb bench's checks, the
+same Verilog, a compiled harness); the flat Verilog form runs the cocotb bench (sim/benches/fabric.py).
 ``make test`` runs a representative subset (one m per P, small lanes); ``make regress`` the whole
 matrix P in {2, 3, 4, 5, 6, 7, 8, 10, 12} x m in {2, 3}. Every case derives its flow sets, data,
 pauses and back-pressure from one seed (``FRED_SEED`` to reproduce; printed in failures).
@@ -11,10 +11,10 @@ import random
 
 import pytest
 
-from fred.hdl.fabric import fabric_latency, gapped_latency_bound
-from fred.sim.fabric_random import case_phases
-from fred.sim.measure_fabric import KINDS, kind_flows, run_fabric
-from fred.sim.soak_fabric import fabric_soak
+from fred.hdl.fabric.recursive import fabric_latency, gapped_latency_bound
+from fred.sim.characterize.fabric_random import case_phases
+from fred.sim.characterize.fabric import KINDS, kind_flows, run_fabric
+from fred.sim.soak.fabric import fabric_soak
 from fred.sim.toolchain import bench_seed
 
 PS = (2, 3, 4, 5, 6, 7, 8, 10, 12)
@@ -37,7 +37,7 @@ def _run_case(P, m, lanes, dtype, default_seed, beats=24, **kw):
 
 
 def _soak_case(P, m, lanes, dtype, default_seed, beats=200, batches=1):
-    """One regression case (sim/fabric_random.py) per batch on the compiled path."""
+    """One regression case (sim/characterize/fabric_random.py) per batch on the compiled path."""
     rep = fabric_soak(P, m, lanes, dtype, beats=beats, batches=batches, seed=bench_seed(default_seed))
     print(rep.table())
     assert rep.stats.phases >= 12 * batches

@@ -1,4 +1,4 @@
-"""The fault bench on the switch RTL (sim/tb_faults.py): Go-Back-N endpoints over links that
+"""The fault bench on the switch RTL (sim/benches/faults.py): Go-Back-N endpoints over links that
 drop, corrupt, duplicate and delay flits; every checker shown to catch a broken recovery.
 
 make test: one run at the highest rate with every fault kind and phase kind at once, and the
@@ -8,9 +8,9 @@ the switch-build mutants (one Verilator build each).
 
 import pytest
 
-from fred.sim.fault_bench import PHASE_KINDS
-from fred.sim.faults import FAULT_KINDS
-from fred.sim.measure_faults import goodput_curve, run_faults
+from fred.sim.faults.bench import PHASE_KINDS
+from fred.sim.faults.inject import FAULT_KINDS
+from fred.sim.characterize.faults import goodput_curve, run_faults
 
 
 def _ok(res):

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from fred.hdl.modes import RDMode, RMode
-from fred.sim import formal
-from fred.sim.formal_cells import CellHarness, cell_flows
-from fred.sim.formal_fabric import FabricHarness, flow_paths
-from fred.sim.formal_switch import ActivationHarness, InputPortHarness
-from fred.sim.formal_run import check
+from fred.hdl.netlist.modes import RDMode, RMode
+from fred.sim.formal import suite as formal
+from fred.sim.formal.cells import CellHarness, cell_flows
+from fred.sim.formal.fabric import FabricHarness, flow_paths
+from fred.sim.formal.switch import ActivationHarness, InputPortHarness
+from fred.sim.formal.runner import check
 
 
 #: cycles the activate-early mutant needs to start a phase without input 0's packet (a table
@@ -108,8 +108,8 @@ def test_fabric_wrong_config_fails_conservation(tmp_path):
 
 
 def test_fabric_paths_follow_the_routing():
-    from fred.hdl.routing import route
-    from fred.hdl.flows import parse_flow
+    from fred.hdl.routing.compiler import route
+    from fred.hdl.netlist.flows import parse_flow
 
     res = route(4, 2, [parse_flow(f) for f in FABRIC_FLOWS])
     paths = flow_paths(res)

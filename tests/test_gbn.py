@@ -1,4 +1,4 @@
-"""Go-Back-N endpoints (sim/gbn.py) and the fault injector (sim/faults.py), in plain Python: a
+"""Go-Back-N endpoints (sim/faults/gbn.py) and the fault injector (sim/faults/inject.py), in plain Python: a
 source and a receiver over a lossy channel (no switch), across the 16-bit sequence wrap."""
 
 import random
@@ -7,8 +7,8 @@ from collections import deque
 import pytest
 
 from fred.contract import packet as pk
-from fred.sim.faults import Injector
-from fred.sim.gbn import GbnParams, GbnReceiver, GbnSource, ack_fields
+from fred.sim.faults.inject import Injector
+from fred.sim.faults.gbn import GbnParams, GbnReceiver, GbnSource, ack_fields
 
 
 def test_injector_kinds_rates_and_order():

@@ -1,4 +1,4 @@
-"""The hierarchical Verilog form (fred.hdl.hier): same design as the flat form, at any width.
+"""The hierarchical Verilog form (fred.hdl.fabric.hier): same design as the flat form, at any width.
 
 * formally equivalent to the flat form at a small width (yosys equiv_*), and a broken cell is
   caught by the same check;
@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from fred.hdl.fabric import MAX_MODULE_PORT_BITS, fabric_verilog_text, module_port_bits
-from fred.hdl.hier import resolve_form
+from fred.hdl.fabric.recursive import MAX_MODULE_PORT_BITS, fabric_verilog_text, module_port_bits
+from fred.hdl.fabric.hier import resolve_form
 from fred.sim.equiv import prove_equivalent
 
 
@@ -101,8 +101,8 @@ def test_cli_refuses_too_wide(argv, msg, tmp_path):
 def test_switch_bench_passes_on_hier_form(monkeypatch):
     """The switch regression bench (tests/test_switch_bench.py, P = 4) on the hierarchical
     switch: shared input/output port modules, hierarchical fabric."""
-    from fred.hdl.hier import emit_modules
-    from fred.hdl.switch import Switch
+    from fred.hdl.fabric.hier import emit_modules
+    from fred.hdl.switch.top import Switch
     from tests import test_switch_bench as tsb
 
     registry = {}

@@ -1,6 +1,6 @@
 """Link integrity: the CRC and wire format (contract/packet.py), the link protocol
-(contract/link.py) and its RTL (hdl/linkcheck.py, checked word by word against the protocol),
-the input buffer's abort-and-restart (hdl/switch_buffers.py)."""
+(contract/link.py) and its RTL (hdl/switch/linkcheck.py, checked word by word against the protocol),
+the input buffer's abort-and-restart (hdl/switch/buffers.py)."""
 
 import random
 
@@ -161,7 +161,7 @@ def simulate(dut, tb):
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_link_rx_rtl_matches_protocol(seed):
-    from fred.hdl.linkcheck import LinkRx
+    from fred.hdl.switch.linkcheck import LinkRx
     rng = random.Random(seed)
     words, _, _ = faulty_stream(rng, _packets(rng, 120), 0.08)
     ref = LinkReceiver(FMT, (12, 12, 12, 4))
@@ -193,7 +193,7 @@ def test_link_rx_rtl_matches_protocol(seed):
 
 
 def test_link_tx_rtl_seals_like_the_protocol_probes_and_poisons():
-    from fred.hdl.linkcheck import LinkTx
+    from fred.hdl.switch.linkcheck import LinkTx
     rng = random.Random(5)
     packets = _packets(rng, 40)
     inner = [w for p in packets for w in pk.pack(p, FB)]
@@ -241,7 +241,7 @@ def test_link_tx_rtl_seals_like_the_protocol_probes_and_poisons():
 
 def test_vc_buffer_abort_or_cut_and_write_in_one_cycle():
     """The flit written with ``w_abort`` or ``w_cut`` starts the next packet."""
-    from fred.hdl.switch_buffers import VCBuffer
+    from fred.hdl.switch.buffers import VCBuffer
     dut = VCBuffer(16, 8)
     log = {}
 
@@ -275,7 +275,7 @@ def test_vc_buffer_abort_or_cut_and_write_in_one_cycle():
 
 
 def test_input_port_restart_drops_the_broken_packet_and_takes_the_next():
-    from fred.hdl.switch_buffers import InputPort
+    from fred.hdl.switch.buffers import InputPort
     dut = InputPort(FB, (8, 8, 8, 2), max_len=4)
     a = pk.pack(pk.Packet(pk.Header.data(pk.VC_DP, 2, 1, 3), (1, 2, 3)), FB)
     b = pk.pack(pk.Packet(pk.Header.data(pk.VC_DP, 2, 2, 2), (4, 5)), FB)
@@ -303,7 +303,7 @@ def test_input_port_restart_drops_the_broken_packet_and_takes_the_next():
 def test_input_port_restart_truncates_a_taken_packet():
     """Cut-through: the broken packet was already taken; it is completed with zero flits
     (``trunc``, which poisons its round at the outputs) and the next one starts cleanly."""
-    from fred.hdl.switch_buffers import InputPort
+    from fred.hdl.switch.buffers import InputPort
     dut = InputPort(FB, (8, 8, 8, 2), max_len=4)
     a = pk.pack(pk.Packet(pk.Header.data(pk.VC_DP, 2, 1, 3), (1, 2, 3)), FB)
     b = pk.pack(pk.Packet(pk.Header.data(pk.VC_DP, 2, 2, 2), (4, 5)), FB)
@@ -366,7 +366,7 @@ def test_link_ends_emit_fast_at_the_real_flit_width():
     (54 s for the receiver, 35 s for the transmitter, measured); the bound leaves 5x margin."""
     import time
 
-    from fred.hdl.linkcheck import LinkRx, LinkTx
+    from fred.hdl.switch.linkcheck import LinkRx, LinkTx
     from fred.hdl.verilog import emit
 
     for dut in (LinkRx(4096, 8, (48, 48, 48, 4)), LinkTx(4096, 8)):

@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from fred.sim.measure_fabric import KINDS, kind_flows, measure_fabric
+from fred.sim.characterize.fabric import KINDS, kind_flows, measure_fabric
 
 P, M, LANES, DTYPE = 4, 3, 1, "fp16"
 ARGS = dict(beats=16, loads=(0.5, 1.0), stall=0.25, sweep_beats=40)

@@ -8,9 +8,9 @@ and the same start/finish times."""
 import numpy as np
 import pytest
 
-from fred.model import engine
-from fred.model.flowsim import Sim
-from fred.model.parallel_groups import groups
+from fred.model.network import engine
+from fred.model.collectives.flowsim import Sim
+from fred.model.collectives.groups import groups
 
 
 def _workload(sim, seed):

@@ -1,5 +1,5 @@
-"""Memory feasibility and the policies that make a configuration fit (fred.model.memory), and the
-NPU presets (fred.model.compute): mechanism checks, no frozen results.
+"""Memory feasibility and the policies that make a configuration fit (fred.model.workload.memory), and the
+NPU presets (fred.model.workload.compute): mechanism checks, no frozen results.
 
 Simulations here use small minibatches (1-2 samples per replica) so that they stay fast; the
 assertions hold for any size.
@@ -10,14 +10,14 @@ import re
 import pytest
 
 from fred import FredError
-from fred.model import compute as C
-from fred.model import memory as M
-from fred.model.estimate import estimate
-from fred.model.params import default_params
-from fred.model.schedule import io_bandwidth, memory_plan
-from fred.model.schedule_layout import plan_layout
-from fred.model.topology import build_fabric
-from fred.model.workload import load_workload
+from fred.model.workload import compute as C
+from fred.model.workload import memory as M
+from fred.model.training.estimate import estimate
+from fred.model.system.params import default_params
+from fred.model.schedule.iteration import io_bandwidth, memory_plan
+from fred.model.schedule.layout import plan_layout
+from fred.model.network.topology import build_fabric
+from fred.model.workload.loader import load_workload
 
 GB = 1e9
 

@@ -5,16 +5,16 @@ import math
 import numpy as np
 import pytest
 
-from fred.model import params as P
-from fred.model.collective_algorithms import default_algorithm
-from fred.model.collectives import collective_time
-from fred.model.flowsim import Sim
-from fred.model.graph import route
-from fred.model.maxmin import maxmin_rates
-from fred.model.parallel_groups import coords, groups, parse_strategy, place
-from fred.model.topology import Topology, build_fabric, fully_connected, mesh2d, ring, single_switch, torus2d, tree2
+from fred.model.system import params as P
+from fred.model.collectives.algorithms import default_algorithm
+from fred.model.collectives.api import collective_time
+from fred.model.collectives.flowsim import Sim
+from fred.model.network.graph import route
+from fred.model.network.maxmin import maxmin_rates
+from fred.model.collectives.groups import coords, groups, parse_strategy, place
+from fred.model.network.topology import Topology, build_fabric, fully_connected, mesh2d, ring, single_switch, torus2d, tree2
 
-#: payload share of a wafer link (header flit + ACKs, fred.model.packets): the wafer fabrics move
+#: payload share of a wafer link (header flit + ACKs, fred.model.system.packets): the wafer fabrics move
 #: payload at EFF x link bandwidth; generic topologies at the full bandwidth
 EFF = P.default_params().link_efficiency
 

@@ -4,14 +4,14 @@ import json
 
 import pytest
 
-from fred.model import params as P
+from fred.model.system import params as P
 
 from fred.cli import main
 from fred.commands.collective import parse_size
-from fred.model.parallel_groups import parse_group
-from fred.model.collectives import collective_time
-from fred.model.network_yaml import NetworkSpec, dump_network_yaml, load_network_yaml, load_topology, parse_network_yaml, spec_from_topology
-from fred.model.topology import multidim, ring, single_switch
+from fred.model.collectives.groups import parse_group
+from fred.model.collectives.api import collective_time
+from fred.model.network.from_yaml import NetworkSpec, dump_network_yaml, load_network_yaml, load_topology, parse_network_yaml, spec_from_topology
+from fred.model.network.topology import multidim, ring, single_switch
 
 GiB = 2**30
 
@@ -117,7 +117,7 @@ def test_cli_json_all_fabrics(capsys):
     assert rc == 0 and [r["fabric"] for r in rows] == ["mesh", "fred-a", "fred-b", "fred-c", "fred-d"]
     d = rows[-1]
     assert d["algorithm"] == "in-switch" and d["bytes_sent_per_npu"] == pytest.approx(256 * 2**20)
-    eff = P.default_params().link_efficiency           # header flits and ACKs (fred.model.packets)
+    eff = P.default_params().link_efficiency           # header flits and ACKs (fred.model.system.packets)
     assert d["npu_effective_bandwidth_Bps"] == pytest.approx(3e12 * eff, rel=0.01)
 
 
@@ -170,6 +170,6 @@ def test_cli_bad_timing_file_one_line(capsys, tmp_path):
 def test_chunks_bound_is_the_models():
     """The CLI keeps its own copy of the bound (it imports no model at start-up); they agree."""
     from fred.commands import collective as cmd
-    from fred.model import collectives
+    from fred.model.collectives import api as collectives
 
     assert cmd.MAX_CHUNKS == collectives.MAX_CHUNKS

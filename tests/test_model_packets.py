@@ -4,10 +4,10 @@ take their share of every wafer link."""
 import pytest
 
 from fred.contract import packet as pk
-from fred.model import params as P
-from fred.model.collectives import collective_time
-from fred.model.packets import control_packet_flits, data_packet_flits, link_efficiency
-from fred.model.topology import build_fabric, single_switch
+from fred.model.system import params as P
+from fred.model.collectives.api import collective_time
+from fred.model.system.packets import control_packet_flits, data_packet_flits, link_efficiency
+from fred.model.network.topology import build_fabric, single_switch
 
 
 def test_packet_sizes_follow_the_rtl_format():

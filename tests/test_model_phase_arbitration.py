@@ -4,12 +4,12 @@ interrupts a phase switch. Elsewhere (meshes, generic switches) classes only mee
 
 import pytest
 
-from fred.model import params as P
-from fred.model.estimate import estimate
-from fred.model.flowsim import Sim
+from fred.model.system import params as P
+from fred.model.training.estimate import estimate
+from fred.model.collectives.flowsim import Sim
 from fred.contract.timing import load_timing
-from fred.model.timing import switch_timing
-from fred.model.topology import Topology, build_fabric, single_switch
+from fred.model.system.timing import switch_timing
+from fred.model.network.topology import Topology, build_fabric, single_switch
 
 B = 1e9                                   # bytes/s per port
 TM = P.SwitchTiming(100, 1e9, 1.0, "test", phase_switch_cycles=7, preemption_cycles=21, activation_cycles=6)

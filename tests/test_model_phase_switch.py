@@ -2,11 +2,11 @@
 
 import pytest
 
-from fred.model import params as P
-from fred.model.collectives import collective_time
+from fred.model.system import params as P
+from fred.model.collectives.api import collective_time
 from fred.contract.timing import load_timing
-from fred.model.timing import switch_timing
-from fred.model.topology import single_switch
+from fred.model.system.timing import switch_timing
+from fred.model.network.topology import single_switch
 
 
 def test_embedded_timing_carries_the_measured_phase_switch():

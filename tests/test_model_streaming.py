@@ -12,12 +12,12 @@ not exceed, and where the mesh's edge-I/O hotspot applies.
 
 import pytest
 
-from fred.model.collectives import collective_time, io_rate_bound, io_tree_load
-from fred.model.estimate import estimate
-from fred.model.parallel_groups import all_strategies, format_strategy, groups, parse_strategy
-from fred.model.params import default_params
-from fred.model.schedule_layout import streaming_units
-from fred.model.workload import load_workload, sweep_microbatches
+from fred.model.collectives.api import collective_time, io_rate_bound, io_tree_load
+from fred.model.training.estimate import estimate
+from fred.model.collectives.groups import all_strategies, format_strategy, groups, parse_strategy
+from fred.model.system.params import default_params
+from fred.model.schedule.layout import streaming_units
+from fred.model.workload.loader import load_workload, sweep_microbatches
 
 W = "transformer-1t"
 SAMPLES = 40                                   # fred sweep --rule 40
@@ -43,8 +43,8 @@ def _drain(strategy):
 
 def _no_offload():
     """An NPU with HBM large enough that no activations are offloaded: folding is checked on the
-    weight stream alone (offloaded pieces follow the folds, fred.model.memory)."""
-    from fred.model.compute import default_npu
+    weight stream alone (offloaded pieces follow the folds, fred.model.workload.memory)."""
+    from fred.model.workload.compute import default_npu
     return default_npu().replace(hbm_capacity=1e15)
 
 
@@ -81,7 +81,7 @@ def test_strict_priority_only_delays_the_dp_vc_stream_by_mp_time(monkeypatch):
     """The weight stream rides the DP VC: under FRED's one-phase-at-a-time switches it waits
     while MP holds a switch, so it is never faster than without arbitration, and it loses at
     most the time MP is busy."""
-    import fred.model.estimate as E
+    import fred.model.training.estimate as E
 
     on = _run("fred-d", "MP(20)-DP(1)-PP(1)")
     build = E.build_fabric
@@ -95,7 +95,7 @@ def test_strict_priority_only_delays_the_dp_vc_stream_by_mp_time(monkeypatch):
 
     monkeypatch.setattr(E, "build_fabric", no_arbitration)
     off = _run("fred-d", "MP(20)-DP(1)-PP(1)")
-    assert calls, "the estimate did not build its fabric through fred.model.estimate.build_fabric"
+    assert calls, "the estimate did not build its fabric through fred.model.training.estimate.build_fabric"
     assert on.exposed["stream"] >= off.exposed["stream"] - 1e-9
     assert on.exposed["stream"] - off.exposed["stream"] <= on.comm_busy["mp"]
     assert on.comm_busy["stream"] >= off.comm_busy["stream"] - 1e-9
@@ -132,7 +132,7 @@ def test_gpt3_dp_columns_stream_at_the_full_io_rate_on_the_mesh():
         load = io_tree_load(t, dp, reduce)
         assert load[npu_links].max() * p.io_bw < p.mesh_link_bw
         assert io_rate_bound(t, dp, reduce)[0] == 1.0
-    from fred.model.flowsim import Sim
+    from fred.model.collectives.flowsim import Sim
 
     for fabric in ("mesh", "fred-d"):
         sim = Sim(fabric)
@@ -148,7 +148,7 @@ _MESH = []
 
 def _mesh():
     if not _MESH:
-        from fred.model.topology import build_fabric
+        from fred.model.network.topology import build_fabric
 
         _MESH.append(build_fabric("mesh"))
     return _MESH[0]

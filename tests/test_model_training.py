@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from fred import FredError
-from fred.model import compute as C
-from fred.model.workload import Layer, list_workloads, load_workload, workload_from_dict
+from fred.model.workload import compute as C
+from fred.model.workload.loader import Layer, list_workloads, load_workload, workload_from_dict
 
 
 # ---- workloads --------------------------------------------------------------------------------
@@ -118,7 +118,7 @@ def test_npu_validation():
 # ---- schedule pieces -----------------------------------------------------------------------------
 
 def test_balanced_split_and_units():
-    from fred.model.schedule_layout import balanced_split, streaming_units
+    from fred.model.schedule.layout import balanced_split, streaming_units
     assert balanced_split([1] * 10, 3) == [0, 3, 7]
     assert balanced_split([5, 1, 1, 1, 1, 1], 3) == [0, 1, 3]
     assert balanced_split([1, 1], 5) == [0, 1]
@@ -128,7 +128,7 @@ def test_balanced_split_and_units():
 
 
 def test_stationary_memory_check():
-    from fred.model.schedule import stationary_memory
+    from fred.model.schedule.iteration import stationary_memory
     w = load_workload("transformer-17b")
     states = 17.18e9 / 4 * (2 + 14 / 5)            # params per NPU x (fp16 weight + ZeRO-2 shards / DP)
     full = stationary_memory(w, (2, 5, 2), 8, 16)
@@ -140,9 +140,9 @@ def test_stationary_memory_check():
     assert full == pytest.approx(states + acts, rel=0.05)
     # full recomputation keeps one 2 s h input per transformer layer and sequence, plus the
     # working set of one layer being recomputed (one microbatch of 2 sequences)
-    from fred.model import memory as M
-    from fred.model.schedule import memory_plan
-    from fred.model.schedule_layout import plan_layout
+    from fred.model.workload import memory as M
+    from fred.model.schedule.iteration import memory_plan
+    from fred.model.schedule.layout import plan_layout
     lay = plan_layout(w, (2, 5, 2), "weight-stationary", C.default_npu(), 4, 4)
     plan = memory_plan(w, (2, 5, 2), lay, M.POLICIES["recompute"], 8, 16, C.default_npu())
     st = plan.busiest()

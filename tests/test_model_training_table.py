@@ -1,7 +1,7 @@
 """The headline table (FRED-SPEC §7) and schedule properties, with real simulations.
 
 With the default NPU every headline iteration is compute-bound, so the model's Fred-C / Fred-D
-speedups sit far below the paper's; ``fred scan`` (:mod:`fred.model.scan`) finds the NPU speed k
+speedups sit far below the paper's; ``fred scan`` (:mod:`fred.model.training.scan`) finds the NPU speed k
 at which each of the eight cells is reproduced. No measured speedup is frozen here; asserted are
 the mechanisms:
 
@@ -23,8 +23,8 @@ import math
 import pytest
 
 from fred import FredError
-from fred.model import scan as S
-from fred.model.estimate import PAPER_SPEEDUPS, estimate, estimate_table
+from fred.model.training import scan as S
+from fred.model.training.estimate import PAPER_SPEEDUPS, estimate, estimate_table
 
 WORKLOADS = list(PAPER_SPEEDUPS)
 #: k grid of the mechanism tests: 0.25 x 8^i, i.e. 0.25 .. 1024
@@ -122,7 +122,7 @@ def test_mechanisms_emerge_from_routes(table):
     assert 1.35 < r_dp < 1.75, r_dp
     # Transformer-1T weight streaming to all 20 NPUs: mesh edge I/O at 0.65 of line rate (with
     # HBM large enough that no activations are offloaded through the same I/O controllers)
-    from fred.model.compute import default_npu
+    from fred.model.workload.compute import default_npu
     big = default_npu().replace(hbm_capacity=20e12)
     stream = {f: estimate("transformer-1t", f, npu=big).comm_busy["stream"] for f in ("mesh", "fred-d")}
     r_io = stream["mesh"] / stream["fred-d"]
@@ -138,7 +138,7 @@ def test_exposed_comm_shrinks_on_fred(table):
 
 
 def test_more_bandwidth_never_slower():
-    from fred.model.params import GB, default_params
+    from fred.model.system.params import GB, default_params
     p = default_params()
     fast = p.replace(mesh_link_bw=2 * p.mesh_link_bw, npu_net_bw=2 * p.npu_net_bw)
     for f in ("mesh", "fred-d"):
@@ -149,7 +149,7 @@ def test_more_bandwidth_never_slower():
 
 
 def test_faster_compute_exposes_more_communication():
-    from fred.model.compute import default_npu
+    from fred.model.workload.compute import default_npu
     npu = default_npu()
     fast = npu.replace(peak_flops=50 * npu.peak_flops, hbm_bw=50 * npu.hbm_bw)
     a = estimate("resnet-152", "mesh")

@@ -1,6 +1,6 @@
 """The flow model's switch-arbitration rule (fred_switches=True) checked against the switch RTL.
 
-Scenario (sim/tb_overlap.py, sim/measure_overlap.py): on the 4-port bench switch a DP
+Scenario (sim/benches/overlap.py, sim/characterize/overlap.py): on the 4-port bench switch a DP
 all-reduce over ports {0,1} streams K packets per port; 40..44 cycles later an MP all-reduce
 over {2,3} offers J packets per port (5 offsets = every alignment against the DP rounds of
 L + 1 = 5 cycles). Delays = completion with the other phase - completion alone, in cycles.
@@ -18,7 +18,7 @@ import copy
 import pytest
 
 from fred.benchmarks.overlap import model_overlap, proposed_delays, tolerance
-from fred.sim.measure_overlap import DEFAULTS
+from fred.sim.characterize.overlap import DEFAULTS
 
 K, J, L = DEFAULTS["K"], DEFAULTS["J"], DEFAULTS["L"]
 OFFSETS = list(DEFAULTS["offsets"])
@@ -48,7 +48,7 @@ def _errors(r):
 
 @pytest.fixture(scope="module")
 def rtl():
-    from fred.sim.measure_overlap import measure_overlap
+    from fred.sim.characterize.overlap import measure_overlap
     return measure_overlap(seed=1)
 
 
@@ -135,7 +135,7 @@ def test_tolerance_check_can_fail():
 
 # -- real fault mutants: the overlap bench must fail on each -------------------------------------
 def _overlap_caught(fault):
-    from fred.sim.measure_overlap import measure_overlap
+    from fred.sim.characterize.overlap import measure_overlap
     with pytest.raises(AssertionError, match="cocotb tests failed"):
         measure_overlap(K=6, J=2, offsets=(20,), figures=False, fault=fault)
 

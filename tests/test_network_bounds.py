@@ -1,14 +1,14 @@
-"""Closed-form bounds (fred.model.bounds) and the mesh placement report of fred.benchmarks.bounds
+"""Closed-form bounds (fred.model.collectives.bounds) and the mesh placement report of fred.benchmarks.bounds
 (issue 16)."""
 
 import pytest
 
 from fred.benchmarks.bounds import placement_report
 from fred.benchmarks.bounds import _net
-from fred.model.bounds import cut_bound, lower_bound, port_bound, ring_time, uplink_bound
-from fred.model.collectives import collective_time
-from fred.model.params import default_params
-from fred.model.topology import build_fabric, ring
+from fred.model.collectives.bounds import cut_bound, lower_bound, port_bound, ring_time, uplink_bound
+from fred.model.collectives.api import collective_time
+from fred.model.system.params import default_params
+from fred.model.network.topology import build_fabric, ring
 
 GiB = 2**30
 

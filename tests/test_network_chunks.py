@@ -1,4 +1,4 @@
-"""Pieces chosen automatically (fred.model.chunking) and the tree algorithms (issue 16): every
+"""Pieces chosen automatically (fred.model.collectives.chunking) and the tree algorithms (issue 16): every
 default wafer collective within 10% of its analytic bound at the sizes of docs/network.md's
 table; --chunks still overrides; the memo keeps sizes apart."""
 
@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from fred.benchmarks.bounds import WAFER_OPS, WAFER_SIZES
-from fred.model.bounds import lower_bound, uplink_bound
-from fred.model.chunking import auto_chunks
-from fred.model.collectives import collective_time
-from fred.model.flowsim import Sim
-from fred.model.topology import build_fabric
+from fred.model.collectives.bounds import lower_bound, uplink_bound
+from fred.model.collectives.chunking import auto_chunks
+from fred.model.collectives.api import collective_time
+from fred.model.collectives.flowsim import Sim
+from fred.model.network.topology import build_fabric
 
 GiB = 2**30
 

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from fred.cli import main
-from fred.model.collectives import collective_time
-from fred.model.network_yaml import NetworkSpec, load_topology, parse_network_yaml, spec_from_topology
+from fred.model.collectives.api import collective_time
+from fred.model.network.from_yaml import NetworkSpec, load_topology, parse_network_yaml, spec_from_topology
 
 SW16 = "topology: [ Switch ]\nnpus_count: [ 16 ]\nbandwidth: [ 100.0 ]\nlatency: [ 500.0 ]\n"
 RS = "topology: [ Ring, Switch ]\nnpus_count: [ 4, 8 ]\nbandwidth: [ 100.0, 10.0 ]\nlatency: [ 500.0, 500.0 ]\n"

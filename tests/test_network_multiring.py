@@ -6,8 +6,8 @@ import json
 import pytest
 
 from fred.cli import main
-from fred.model.collectives import collective_time
-from fred.model.network_yaml import parse_network_yaml
+from fred.model.collectives.api import collective_time
+from fred.model.network.from_yaml import parse_network_yaml
 
 GiB = 2**30
 
@@ -48,8 +48,8 @@ def test_one_ring_default_is_bidirectional():
 def test_unequal_dimensions_get_unequal_streams():
     """A slow second ring: an equal split would push half the data through it first; the split
     search starts a smaller stream there, so multi-ring stays no slower than the hierarchy."""
-    from fred.model.collective_multidim import multi_ring_plan
-    from fred.model.flowsim import Sim
+    from fred.model.collectives.multidim import multi_ring_plan
+    from fred.model.collectives.flowsim import Sim
 
     topo = net(["Ring", "Ring"], [4, 4], [1000.0, 10.0])
     fracs = [f for f, _ in multi_ring_plan(Sim(topo), "ar")]

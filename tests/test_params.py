@@ -3,15 +3,15 @@
 import pytest
 
 from fred.hdl.adders import VectorAdder
-from fred.hdl.cells import DCell, RCell, RDCell, build_cell
+from fred.hdl.cells.microswitches import DCell, RCell, RDCell, build_cell
 from fred.hdl.crossbar import Crossbar
-from fred.hdl.fabric import Fabric, check_fabric_params
-from fred.hdl.modes import (DemuxMode, DMode, MuxMode, RDMode, RMode, mode_from_json,
+from fred.hdl.fabric.recursive import Fabric, check_fabric_params
+from fred.hdl.netlist.modes import (DemuxMode, DMode, MuxMode, RDMode, RMode, mode_from_json,
                             mode_to_json)
-from fred.hdl.muxes import DemuxCell, MuxCell
-from fred.hdl.routing import route
-from fred.hdl.structure import Netlist
-from fred.hdl.switch import Switch
+from fred.hdl.cells.muxes import DemuxCell, MuxCell
+from fred.hdl.routing.compiler import route
+from fred.hdl.netlist.structure import Netlist
+from fred.hdl.switch.top import Switch
 
 #: every constructor that takes lanes, called with a given lanes value
 LANES = {

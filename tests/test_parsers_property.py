@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from fred import FredError
 from fred.commands.options import MAX_BYTES, parse_size
 from fred.contract.timing import TimingFileError, default_timing_path, load_timing, validate_timing
-from fred.hdl.flows import Flow, parse_flow, parse_ports, validate_flows
-from fred.model.network_yaml import MAX_NPUS, NetworkSpec, parse_network_yaml
-from fred.model.parallel_groups import parse_group, parse_strategy
+from fred.hdl.netlist.flows import Flow, parse_flow, parse_ports, validate_flows
+from fred.model.network.from_yaml import MAX_NPUS, NetworkSpec, parse_network_yaml
+from fred.model.collectives.groups import parse_group, parse_strategy
 
 OK_ERRORS = (ValueError, FredError)
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -204,9 +204,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_fuzz_files import mutate_bytes, mutate_et, mutate_text  # noqa: E402
 from cli_fuzz_cases import HERE, SHARED  # noqa: E402
 
-from fred.model.astra_trace import parse_trace  # noqa: E402
-from fred.model.chakra_et import load_chakra  # noqa: E402
-from fred.model.workload import workload_from_dict  # noqa: E402
+from fred.model.inputs.astra_trace import parse_trace  # noqa: E402
+from fred.model.inputs.chakra_et import load_chakra  # noqa: E402
+from fred.model.workload.loader import workload_from_dict  # noqa: E402
 
 #: a trace of the format when shared/ is not there (and beside the real ones when it is)
 _OWN_TRACE = ("HYBRID_TRANSFORMER model_parallel_NPU_group: 4\n3\n"

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from fred.cli import main as fred_main
-from fred.hdl import flows as F
-from fred.hdl.flows import Flow, Phase, expand, parse_flow, parse_ports, validate_flows
-from fred.hdl.modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode, idle_mode
-from fred.hdl.routing import RoutingError, RoutingResult, _materialise, routable, route, route_phases
-from fred.hdl.routing_check import check_and_trees
-from fred.hdl.structure import (MAX_CELLS, Netlist, Pin, cell_counts, check_params, depth, netlist,
+from fred.hdl.netlist import flows as F
+from fred.hdl.netlist.flows import Flow, Phase, expand, parse_flow, parse_ports, validate_flows
+from fred.hdl.netlist.modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode, idle_mode
+from fred.hdl.routing.compiler import RoutingError, RoutingResult, _materialise, routable, route, route_phases
+from fred.hdl.routing.check import check_and_trees
+from fred.hdl.netlist.structure import (MAX_CELLS, Netlist, Pin, cell_counts, check_params, depth, netlist,
                                 instance_ports, stages, total_cells)
-from fred.sim.golden_fabric import (GoldenError, check_sums, random_inputs, simulate_result,
+from fred.sim.golden.fabric import (GoldenError, check_sums, random_inputs, simulate_result,
                                     tree_reference)
 
 
@@ -517,7 +517,7 @@ def test_cli_study_small(capsys):
 def test_exact_search_beyond_top_down():
     """A set the plain outer-first procedure (no re-colouring above) cannot route, but the exact
     search (which re-colours the levels above) does."""
-    from fred.hdl import routing_search
+    from fred.hdl.routing import search as routing_search
 
     fl = validate_flows(["0,1>14", "14>11", "4,8,9,12>4,8,9,12", "2,6,11>6"], 15)
     assert routing_search.top_down(15, 2, [(f.inputs, f.outputs) for f in fl],
@@ -551,7 +551,7 @@ def test_regress_exact_against_brute_force():
 
 @pytest.mark.regress
 def test_regress_study_full():
-    from fred.hdl.study import study
+    from fred.hdl.routing.study import study
 
     rows = study(samples=50, seed=2)
     assert all(all(r.paper.values()) for r in rows if r.middle == 3)

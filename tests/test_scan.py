@@ -10,7 +10,7 @@ import pytest
 from fred import FredError
 from fred.cli import main
 from fred.jobs import JobRunner, fred_origin
-from fred.model import scan as S
+from fred.model.training import scan as S
 
 
 # ---- grid ----------------------------------------------------------------------------------------
@@ -33,7 +33,7 @@ def test_k_grid_rejects(args, match):
 
 
 def test_scaled_npu_scales_the_roofline_only():
-    from fred.model.compute import default_npu
+    from fred.model.workload.compute import default_npu
 
     n = default_npu()
     m = S.scaled_npu(n, 8)

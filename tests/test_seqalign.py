@@ -1,11 +1,11 @@
-"""Sequence alignment of a phase's inputs (hdl/seqalign.py) on the Amaranth simulator (ideal
+"""Sequence alignment of a phase's inputs (hdl/switch/seqalign.py) on the Amaranth simulator (ideal
 fabric): a packet lost on one input, a go-back with leftovers in the buffers, and the two
 mutants the fault bench uses (``no-align``, ``nack-no-fanout``)."""
 
 import random
 
 from fred.contract import packet as pk
-from fred.hdl.flows import Flow
+from fred.hdl.netlist.flows import Flow
 
 from tests.test_switch import FB, _mk, _run_switch, _small_switch, _sum
 

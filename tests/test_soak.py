@@ -1,4 +1,4 @@
-"""The compiled soak path (sim/soak_*.py, sim/soak_harness.cpp): cells and fabrics replayed by a
+"""The compiled soak path (sim/soak_*.py, sim/soak/harness.cpp): cells and fabrics replayed by a
 compiled Verilator harness, checked bit-exact by the numpy golden models.
 
 ``make test``: a short soak of each cell kind, of FRED_3(4), and checks that the path can fail
@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from fred.hdl.dtypes import dtype_names
-from fred.sim.soak_build import SoakDesign
-from fred.sim.soak_cells import cell_soak, representative_modes
-from fred.sim.soak_fabric import fabric_soak
-from fred.sim.soak_io import StimPhase, pack, unpack
-from fred.sim.soak_run import check_phase, run_batches
+from fred.sim.soak.build import SoakDesign
+from fred.sim.soak.cells import cell_soak, representative_modes
+from fred.sim.soak.fabric import fabric_soak
+from fred.sim.soak.batch_io import StimPhase, pack, unpack
+from fred.sim.soak.run import check_phase, run_batches
 from fred.sim.toolchain import bench_seed
 
 REGRESS = bool(os.environ.get("FRED_REGRESS"))
@@ -70,7 +70,7 @@ def test_cell_soak_catches_corrupt_lane():
 def test_cell_soak_catches_a_hang():
     """RD configuration word 7 (no mode) while the soak drives PASS traffic: nothing moves and
     the harness's budget ends the phase as a hang."""
-    from fred.hdl.modes import RDMode
+    from fred.hdl.netlist.modes import RDMode
 
     with pytest.raises(AssertionError, match="exceeded its budget .*: a hang"):
         cell_soak("rd", lanes=4, dtype="fp16", beats=50, seed=5, modes=[RDMode.PASS], codes=[7])

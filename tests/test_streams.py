@@ -23,11 +23,11 @@ class _Fifo(wiring.Component):
 
 @pytest.mark.parametrize("idle,stall", [(0.0, 0.0), (0.5, 0.5), (0.1, 0.9)])
 def test_streams_on_fifo(idle, stall):
-    run_bench(verilog=emit(_Fifo(), "fifo"), toplevel="fifo", test_module="fred.sim.streams_selftest",
+    run_bench(verilog=emit(_Fifo(), "fifo"), toplevel="fifo", test_module="fred.sim.benches.streams_selftest",
               tag="streams-fifo", config={"n": 500, "idle": idle, "stall": stall}, seed=7)
 
 
 def test_streams_checker_can_fail():
     with pytest.raises(AssertionError, match="cocotb tests failed"):
-        run_bench(verilog=emit(_Fifo(), "fifo"), toplevel="fifo", test_module="fred.sim.streams_selftest",
+        run_bench(verilog=emit(_Fifo(), "fifo"), toplevel="fifo", test_module="fred.sim.benches.streams_selftest",
                   tag="streams-fifo", config={"n": 100, "idle": 0.0, "stall": 0.0, "expect_corrupt": True}, seed=7)

@@ -12,7 +12,7 @@ from amaranth.sim import Simulator
 
 from fred.contract import packet as pk
 from fred.contract.link import LinkSender
-from fred.hdl.flows import Flow
+from fred.hdl.netlist.flows import Flow
 
 FB = 64
 
@@ -73,7 +73,7 @@ def simulate(dut, tb, ticks_limit=None):
 def test_vc_buffer_cut_through_abort_skip():
     """Flits are readable at once (cut-through); the open packet can be aborted; closed packets
     are skipped whole; ``r_closed`` / ``open_left`` tell the port what it may drop."""
-    from fred.hdl.switch_buffers import VCBuffer
+    from fred.hdl.switch.buffers import VCBuffer
     dut = VCBuffer(16, 6)
     log = {}
 
@@ -140,7 +140,7 @@ def _port_tb(dut, script):
 
 
 def test_input_port_checks_and_credits():
-    from fred.hdl.switch_buffers import InputPort
+    from fred.hdl.switch.buffers import InputPort
     dut = InputPort(FB, (8, 8, 8, 2), max_len=4)
     good = pk.pack(pk.Packet(pk.Header.data(pk.VC_PP, 2, 7, 3), (11, 12, 13)), FB)
     bad_check = [good[0] ^ (1 << 44)] + good[1:]
@@ -208,7 +208,7 @@ def test_input_port_checks_and_credits():
 
 
 def test_phase_table_rejects_and_reads():
-    from fred.hdl.switch_control import PhaseTable, TableLayout
+    from fred.hdl.switch.control import PhaseTable, TableLayout
     L = TableLayout(4, 10, 6)
     dut = PhaseTable(L, 1)
     e = L.encode(pk.VC_DP, [Flow({0, 1}, {2})], 0x2AB)
@@ -242,8 +242,8 @@ def test_phase_table_rejects_and_reads():
 
 
 def test_default_capacity_fits_budget():
-    from fred.hdl.switch_control import TableLayout, default_capacity
-    from fred.hdl.fabric import config_width
+    from fred.hdl.switch.control import TableLayout, default_capacity
+    from fred.hdl.fabric.recursive import config_width
     for P in (4, 10, 12):
         C = config_width(P, 3)
         cap = default_capacity(P, C)
@@ -252,7 +252,7 @@ def test_default_capacity_fits_budget():
 
 
 def test_output_port_credits_and_control_first():
-    from fred.hdl.switch_control import OutputPort
+    from fred.hdl.switch.control import OutputPort
     dut = OutputPort(FB, (0, 0, 4, 1), credit_in_bits=5)
     out = []
 
@@ -400,7 +400,7 @@ def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credi
 
 
 def _small_switch(P=4, **kw):
-    from fred.hdl.switch import Switch
+    from fred.hdl.switch.top import Switch
     return Switch(P, 3, 2, "int32", data_depth=12, ctrl_depth=2, max_len=4, table_entries=8,
                   fabric="ideal", **kw)
 
@@ -422,7 +422,7 @@ def test_switch_phases_priority_nack_and_errors():
     phases = {0: (pk.VC_DP, [Flow({0, 1}, {0, 1})]),
               1: (pk.VC_MP, [Flow({2}, {0, 3}), Flow({3}, {2})]),
               2: (pk.VC_PP, [Flow({0, 1, 2}, {1})])}
-    # every input of a phase numbers its rounds alike (Go-Back-N: hdl/seqalign.py)
+    # every input of a phase numbers its rounds alike (Go-Back-N: hdl/switch/seqalign.py)
     dp = {p: [_mk(rng, pk.VC_DP, 0, 10, 3)] for p in (0, 1)}
     mp = {p: [_mk(rng, pk.VC_MP, 1, 20, 2)] for p in (2, 3)}
     pp = {p: [_mk(rng, pk.VC_PP, 2, 30, 4)] for p in (0, 1, 2)}
@@ -497,7 +497,7 @@ def test_switch_same_phase_rounds_back_to_back():
 
 
 def test_switch_parameter_errors():
-    from fred.hdl.switch import Switch
+    from fred.hdl.switch.top import Switch
     with pytest.raises(ValueError, match="header"):
         Switch(4, 3, 1, "fp16", fabric="ideal")
     with pytest.raises(ValueError, match="max packet length 12"):
@@ -544,7 +544,7 @@ def test_control_unit_verilog_grows_polynomially():
     third per port."""
     import re
 
-    from fred.hdl.switch import Switch
+    from fred.hdl.switch.top import Switch
     from fred.hdl.verilog import emit
 
     def top_lines(P):

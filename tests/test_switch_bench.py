@@ -1,12 +1,12 @@
-"""Verilator regression of the whole FRED switch (sim/tb_switch.py) with the FRED fabric."""
+"""Verilator regression of the whole FRED switch (sim/benches/switch.py) with the FRED fabric."""
 
 import os
 
 import pytest
 
 from fred.contract import packet as pk
-from fred.hdl.flows import Flow
-from fred.sim.golden_switch import phases_to_json
+from fred.hdl.netlist.flows import Flow
+from fred.sim.golden.switch import phases_to_json
 from fred.sim.toolchain import run_bench
 
 PHASES4 = {
@@ -27,7 +27,7 @@ PHASES5 = {
 
 def build(P=4, lanes=2, dtype="int32", fabric="fred", depth=12, ctrl_depth=2, max_len=4,
           entries=8, fault=None):
-    from fred.hdl.switch import Switch
+    from fred.hdl.switch.top import Switch
     from fred.hdl.verilog import emit
     sw = Switch(P, 3, lanes, dtype, data_depth=depth, ctrl_depth=ctrl_depth, max_len=max_len,
                 table_entries=entries, fabric=fabric, out_credits=(0, 0, 0, 0), fault=fault)
@@ -66,7 +66,7 @@ def bench_config(P=4, lanes=2, dtype="int32", fabric="fred", phases=None, fault=
 def run(testcase, seed, fault=None, **kw):
     verilog, cfg = bench_config(fault=fault, **kw)
     tag = f"switch-p{cfg['ports']}-{cfg['dtype']}-{cfg['fabric']}" + (f"-{fault}" if fault else "")
-    return run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.tb_switch",
+    return run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.benches.switch",
                      tag=tag, config=cfg, seed=seed, testcase=testcase)
 
 
@@ -158,7 +158,7 @@ def test_switch_priority_soak(seed):
         rx_credits=[120, 120, 120, 4], credit_burst=31, starve=0.0)
 
 
-# -- the measured switch (sim/measure_switch.py): fabric cells as shared modules -----------------
+# -- the measured switch (sim/characterize/switch.py): fabric cells as shared modules -----------------
 PHASES12 = {
     0: (pk.VC_DP, [Flow(set(range(12)), set(range(12)))]),
     1: (pk.VC_MP, [Flow(set(range(6)), set(range(6))), Flow(set(range(6, 12)), set(range(6, 12)))]),
@@ -169,7 +169,7 @@ PHASES12 = {
 
 
 def test_measure_switch_params():
-    from fred.sim.measure_switch import activation_samples_for, check_params, data_depth_for
+    from fred.sim.characterize.switch import activation_samples_for, check_params, data_depth_for
     assert data_depth_for(4) == 12 and data_depth_for(8) == 24
     assert check_params(12, 8) == 24 and check_params(4, 4) == 12
     assert activation_samples_for(4) == 6 and activation_samples_for(12) == 22
@@ -181,7 +181,7 @@ def test_measure_switch_params():
 @pytest.mark.regress
 def test_measure_switch_shared_equals_flat():
     """Shared cell modules are the same circuit: every figure is identical (P = 4)."""
-    from fred.sim.measure_switch import measure_switch
+    from fred.sim.characterize.switch import measure_switch
     a = measure_switch(ports=4, shared=True)
     b = measure_switch(ports=4, shared=False)
     for r in (a, b):
@@ -193,8 +193,8 @@ def test_measure_switch_shared_equals_flat():
 @pytest.mark.parametrize("seed", [30, 31])
 def test_switch_random_p12_fp16(seed):
     """The wafer's 12-port switch (FRED_3(12)), 8-flit packets, against the golden model; the
-    build is the one `fred characterize` measures (sim/measure_switch.py, shared cells)."""
-    from fred.sim.measure_switch import _build
+    build is the one `fred characterize` measures (sim/characterize/switch.py, shared cells)."""
+    from fred.sim.characterize.switch import _build
     verilog, sw = _build(12, 3, 4, "fp16", "fred", depth=24, ctrl_depth=2, max_len=8, shared=True)
     cfg = {
         "ports": 12, "middle": 3, "lanes": 4, "dtype": "fp16", "fabric": sw.fabric_kind,
@@ -204,14 +204,14 @@ def test_switch_random_p12_fp16(seed):
         "idle": 0.2, "stall": 0.3, "rx_credits": [12, 12, 12, 2], "credit_delay": 12,
         "starve": 0.01, "starve_len": 60, "bound": 20_000, "max_cycles": 400_000,
     }
-    run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.tb_switch",
+    run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.benches.switch",
               tag="switch-p12-fp16-fred", config=cfg, seed=seed, testcase="switch_random")
 
 
 def test_switch_lint_clean_at_any_table_capacity():
     """A phase table whose capacity is not a power of two (the 12-port switch at 256 fp16 lanes
     holds 20 entries) still gives complete cases: every index value has an entry."""
-    from fred.hdl.switch import Switch
+    from fred.hdl.switch.top import Switch
     from fred.hdl.verilog import emit
     from fred.sim.lint import lint
 

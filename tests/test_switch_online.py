@@ -8,10 +8,10 @@ import pytest
 from amaranth.sim import Simulator
 
 from fred.contract import packet as pk
-from fred.hdl.flows import Flow
-from fred.hdl.routing_check import check_and_trees
-from fred.hdl.structure import netlist
-from fred.hdl.switch_online import OnlineRouter, online_config, online_modes
+from fred.hdl.netlist.flows import Flow
+from fred.hdl.routing.check import check_and_trees
+from fred.hdl.netlist.structure import netlist
+from fred.hdl.switch.online import OnlineRouter, online_config, online_modes
 from tests.test_switch import FB, _run_switch, _small_switch
 
 
@@ -38,8 +38,8 @@ def test_greedy_fails_on_fred2_and_is_refused():
     (FRED_2(6), permutation 0 2 4 3 1 5: input 3 finds copy 0 taken by its R-cell partner 2 and
     copy 1 by input 0, which feeds the other output of its D cell), so m = 2 is refused before
     any routing, and a switch asked to route online with m = 2 is refused."""
-    from fred.hdl import switch_online as so
-    from fred.hdl.switch import Switch
+    from fred.hdl.switch import online as so
+    from fred.hdl.switch.top import Switch
     with pytest.raises(ValueError, match="no free middle copy for input 3"):
         so._route((), 6, 2, dict(enumerate((0, 2, 4, 3, 1, 5))), {})
     with pytest.raises(ValueError, match="needs middle >= 3"):

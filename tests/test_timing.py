@@ -6,10 +6,10 @@ import json
 import pytest
 
 from fred import FredError
-from fred.model import params
+from fred.model.system import params
 from fred.contract.timing import (SCHEMA_VERSION, TimingFileError, default_timing_path, load_timing,
                                   validate_timing)
-from fred.model.timing import SWITCH_CLOCK_HZ, switch_timing
+from fred.model.system.timing import SWITCH_CLOCK_HZ, switch_timing
 
 
 def _doc():
@@ -146,7 +146,7 @@ def test_forwarding_from_the_switch_section(tmp_path):
     import dataclasses
 
     from fred.contract.timing import summarize
-    from fred.model.topology import build_fabric
+    from fred.model.network.topology import build_fabric
     sw = {"params": {"fabric_latency": 21}, "phase_switch_cycles": 7,
           "first_data_cycles": {"same_config": 30}, "activation_cycles": {"new_config": 6},
           "preemption_cycles": {"max": 35}}

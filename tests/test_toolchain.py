@@ -32,8 +32,8 @@ def test_emit_is_reproducible():
 
 def test_cocotb_bench_passes_and_can_fail():
     v = emit(_RegAdd(), "regadd")
-    run_bench(verilog=v, toplevel="regadd", test_module="fred.sim.smoke_bench", tag="smoke",
+    run_bench(verilog=v, toplevel="regadd", test_module="fred.sim.benches.smoke", tag="smoke",
               config={"n": 20}, seed=1)
     with pytest.raises(AssertionError, match="1 of 1 cocotb tests failed"):
-        run_bench(verilog=v, toplevel="regadd", test_module="fred.sim.smoke_bench", tag="smoke",
+        run_bench(verilog=v, toplevel="regadd", test_module="fred.sim.benches.smoke", tag="smoke",
                   config={"n": 20, "bias": 1}, seed=1)

@@ -14,8 +14,8 @@ import random
 
 import pytest
 
-from fred.hdl.routing import route
-from fred.sim.measure_fabric import CELL_MODULE_PREFIXES, KINDS, TOP, kind_flows, run_fabric
+from fred.hdl.routing.compiler import route
+from fred.sim.characterize.fabric import CELL_MODULE_PREFIXES, KINDS, TOP, kind_flows, run_fabric
 from fred.sim.toolchain import bench_seed, verilator_hier_blocks
 
 
@@ -34,7 +34,7 @@ def _flows(P, m, rng):
 
 
 def test_hier_blocks_mark_each_cell_kind_once():
-    from fred.hdl.fabric import fabric_verilog_text
+    from fred.hdl.fabric.recursive import fabric_verilog_text
 
     text = fabric_verilog_text(12, 3, 2, "fp16", TOP, form="hier")
     marked, names = verilator_hier_blocks(text, CELL_MODULE_PREFIXES, TOP)
@@ -77,8 +77,8 @@ def wide_switch_run(P=4, lanes=256, seed=1717, **kw):
     """The switch regression bench (tests/test_switch_bench.py) on the hierarchical switch at
     ``lanes`` fp16 lanes: a 48-bit header flit and ``lanes`` x 16-bit payload flits through the
     same ports, buffers and fabric, every packet checked against the golden model."""
-    from fred.hdl.hier import emit_modules
-    from fred.hdl.switch import Switch
+    from fred.hdl.fabric.hier import emit_modules
+    from fred.hdl.switch.top import Switch
     from fred.sim.toolchain import HIER_ARGS, run_bench
     from tests import test_switch_bench as tsb
 
@@ -92,7 +92,7 @@ def wide_switch_run(P=4, lanes=256, seed=1717, **kw):
         verilog, cfg = tsb.bench_config(P=P, lanes=lanes, dtype="fp16", **kw)
     finally:
         del tsb._CACHE[(P, lanes, "fp16", "fred", None)]
-    return run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.tb_switch",
+    return run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.benches.switch",
                      tag=f"switch-p{P}-l{lanes}-fp16-hier-blocks", config=cfg, seed=seed,
                      testcase="switch_random", build_args=HIER_ARGS)
 

@@ -1,7 +1,7 @@
 """``python -m fred.bench area-width`` (``make bench``): the area of the cells, the switch chiplets
 and the switch at the chiplets' real width, as the README's table.
 
-It runs :func:`fred.sim.area_width.width_area` -- the same function ``fred characterize
+It runs :func:`fred.sim.characterize.area_width.width_area` -- the same function ``fred characterize
 --area-lanes N`` calls for the timing file's ``area_at_width`` section -- at 256 fp16 lanes
 (cells, FRED_3(12), FRED_3(10) and the 12-port switch at the design's buffer sizes) and at 320
 lanes (cells and chiplets), prints the table, and rewrites the README block between
@@ -29,7 +29,7 @@ import time
 
 from fred.contract.outputs import write_atomic
 from fred.contract.rounding import rounded
-from fred.sim.area_width import SPEC_LOGIC_FRACTION, SPEC_SWITCH_CHIPLETS_MM2, width_area
+from fred.sim.characterize.area_width import SPEC_LOGIC_FRACTION, SPEC_SWITCH_CHIPLETS_MM2, width_area
 
 __all__ = ["main", "table", "runs", "publish", "compare_timing_file", "embed", "KEYS"]
 

@@ -4,7 +4,7 @@ the Chakra microbenchmarks, and the mesh's pipeline pairs under two placements.
 It prints three markdown tables and the routes, and rewrites the block of ``docs/network.md``
 between ``<!-- bounds:begin -->`` and ``<!-- bounds:end -->`` with them (when run from a
 checkout that has the file), so the documented figures are this code's output. Every time is
-simulated by the flow model; every bound is a closed form (:mod:`fred.model.bounds`).
+simulated by the flow model; every bound is a closed form (:mod:`fred.model.collectives.bounds`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import pathlib
 
 from fred.commands.collective import fmt_time
 from fred.contract.outputs import write_atomic
-from fred.model.bounds import lower_bound, port_bound, ring_time
-from fred.model.collectives import collective_time
-from fred.model.network_yaml import parse_network_yaml
-from fred.model.parallel_groups import groups, parse_strategy
-from fred.model.params import FABRICS, GiB, MiB
-from fred.model.topology import build_fabric
+from fred.model.collectives.bounds import lower_bound, port_bound, ring_time
+from fred.model.collectives.api import collective_time
+from fred.model.network.from_yaml import parse_network_yaml
+from fred.model.collectives.groups import groups, parse_strategy
+from fred.model.system.params import FABRICS, GiB, MiB
+from fred.model.network.topology import build_fabric
 
 __all__ = ["main", "closed_form_rows", "size_rows", "chakra_rows", "placement_report", "WAFER_OPS", "WAFER_SIZES"]
 
@@ -101,7 +101,7 @@ def size_rows(sizes=SWEEP_SIZES):
 def chakra_rows(directory=None, bw=50.0, lat=500.0):
     """Each ASTRA-sim microbenchmark on a Ring of its NPU count (bw GB/s, lat ns) and a Switch
     (``directory``: default :data:`SHARED_ET`, read when called)."""
-    from fred.model.chakra_et import load_chakra, run_chakra
+    from fred.model.inputs.chakra_et import load_chakra, run_chakra
 
     directory = SHARED_ET if directory is None else directory
     rows = []
@@ -160,7 +160,7 @@ def _table(head, rows):
 
 def report() -> str:
     out = ["Default collectives (model's sizes per NPU: All-Gather = output) against closed-form lower "
-           "bounds (`fred.model.bounds`: NPU ports, L1 uplinks, cuts for All-to-All); YAML latencies 500 ns per "
+           "bounds (`fred.model.collectives.bounds`: NPU ports, L1 uplinks, cuts for All-to-All); YAML latencies 500 ns per "
            "hop; wafer fabrics with their 0.883 payload share:", ""]
     out += _table(("network", "op", "size", "algorithm", "pieces", "simulated", "bound", "bound is",
                    "bound/simulated"), closed_form_rows())

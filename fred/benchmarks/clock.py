@@ -1,7 +1,7 @@
 """Clock benchmark (``make bench``, ``python -m fred.bench clock``): gate levels per pipeline
 stage and ECP5 place-and-route fmax of every cell kind and element type at 4 lanes and of
 FRED_3(12) (gate levels at 4 lanes, place and route at 1 lane), by
-:func:`fred.sim.measure_clock.measure_clock` (cached in the build cache: the first run takes
+:func:`fred.sim.characterize.clock.measure_clock` (cached in the build cache: the first run takes
 several minutes of CPU, later ones seconds). Prints the table of ``fred timing`` and the clock
 the model assumes next to the measured FPGA fmax.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 
 from fred.commands.timing import format_clock
-from fred.model.timing import SWITCH_CLOCK_HZ
-from fred.sim.measure_clock import measure_clock
+from fred.model.system.timing import SWITCH_CLOCK_HZ
+from fred.sim.characterize.clock import measure_clock
 
 
 def main() -> None:

@@ -1,8 +1,8 @@
 """Overlapping phases on one FRED switch: the flow model's arbitration rule against the RTL.
 
-The RTL side is :func:`fred.sim.measure_overlap.measure_overlap` (the scenario, the units and the
+The RTL side is :func:`fred.sim.characterize.overlap.measure_overlap` (the scenario, the units and the
 measured delays are described there). Here the same scenario is set up in the flow model
-(:class:`fred.model.flowsim.Sim` on ``single_switch(4, ..., fred_switches=True)``, DP
+(:class:`fred.model.collectives.flowsim.Sim` on ``single_switch(4, ..., fred_switches=True)``, DP
 ``priority=0``, MP ``priority=2``): :func:`model_overlap` returns the predicted delays next to the
 measured ones, :func:`proposed_delays` is the rule's closed form and :func:`tolerance` the allowed
 per-run difference. ``python -m fred.bench overlap`` runs both and prints the comparison.
@@ -10,10 +10,10 @@ per-run difference. ``python -m fred.bench overlap`` runs both and prints the co
 
 from __future__ import annotations
 
-from fred.model import params as P
-from fred.model.flowsim import Sim
-from fred.model.topology import single_switch
-from fred.sim.measure_overlap import default_switch_figures, measure_overlap
+from fred.model.system import params as P
+from fred.model.collectives.flowsim import Sim
+from fred.model.network.topology import single_switch
+from fred.sim.characterize.overlap import default_switch_figures, measure_overlap
 
 __all__ = ["model_overlap", "proposed_delays", "tolerance", "compare_overlap", "main"]
 

@@ -14,13 +14,13 @@ MAX_BEATS = 100_000
 #: ~100 s and 1.5 GB (growing faster than P^3)
 MAX_SWITCH_PORTS = 16
 #: --area-lanes: the hierarchical form's lanes (fred verilog --lanes); each design is further
-#: bounded by the port bits of one module (fred.hdl.fabric.MAX_MODULE_PORT_BITS)
+#: bounded by the port bits of one module (fred.hdl.fabric.recursive.MAX_MODULE_PORT_BITS)
 MAX_AREA_LANES = 1024
 
 
 def add_arguments(p):
     from fred.hdl.dtypes import dtype_names
-    from fred.sim.characterize import DEFAULTS
+    from fred.sim.characterize.run import DEFAULTS
 
     from .options import ListOption, choice, integer
     from .sim import MAX_SEED
@@ -67,8 +67,8 @@ def add_arguments(p):
 
 def _check(args):
     """Rules across options, before any work: the chiplets as fabrics, the switch options."""
-    from fred.hdl.fabric import check_fabric_params
-    from fred.sim.characterize import DEFAULTS
+    from fred.hdl.fabric.recursive import check_fabric_params
+    from fred.sim.characterize.run import DEFAULTS
 
     from .options import refuse_unused
 
@@ -111,7 +111,7 @@ def run(args):
     from fred import progress
     from fred.contract.outputs import check_output_path
     from fred.contract.timing import write_timing
-    from fred.sim.characterize import characterize
+    from fred.sim.characterize.run import characterize
 
     from .sim import env_seed
 

@@ -1,6 +1,6 @@
 """``fred collective --chakra DIR --network FILE.yml``: run a Chakra execution trace's
-collectives (one ``.et`` file per NPU, :mod:`fred.model.chakra_et`) on a YAML network and print
-each one's time next to its NPU-port lower bound (:mod:`fred.model.bounds`)."""
+collectives (one ``.et`` file per NPU, :mod:`fred.model.inputs.chakra_et`) on a YAML network and print
+each one's time next to its NPU-port lower bound (:mod:`fred.model.collectives.bounds`)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ def check(args) -> None:
 
 
 def run(args, topo, timing) -> list[dict]:
-    from fred.model.bounds import FACTORS, port_bound
-    from fred.model.chakra_et import load_chakra, run_chakra
+    from fred.model.collectives.bounds import FACTORS, port_bound
+    from fred.model.inputs.chakra_et import load_chakra, run_chakra
 
     trace = load_chakra(args.chakra)
     rows = run_chakra(trace, topo, algorithm=args.algorithm, chunks=args.chunks, timing=timing)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 HELP = "compile flows for FRED_m(P) into microswitch modes (or --study: routability of 3D parallelism)"
 
-#: ports of a fabric the compiler takes (fred.hdl.structure.MAX_PORTS; routing stays in seconds)
+#: ports of a fabric the compiler takes (fred.hdl.netlist.structure.MAX_PORTS; routing stays in seconds)
 MAX_PORTS = 1024
 #: middle subnetworks (more than a few are never needed: m = 3 routes every 3D-parallel phase)
 MAX_MIDDLE = 64
@@ -20,7 +20,7 @@ ROOTED = ("reduce", "multicast", "broadcast", "gather", "scatter")
 
 
 def _collective(text):
-    from fred.hdl.flows import COLLECTIVES
+    from fred.hdl.netlist.flows import COLLECTIVES
 
     key = str(text).strip().lower().replace("_", "-")
     if key not in COLLECTIVES:
@@ -89,7 +89,7 @@ def _check(args):
 
 def _study(args):
     from fred import progress
-    from fred.hdl.study import DEFAULT_PORTS, DEFAULT_SAMPLES, format_study, study, study_json
+    from fred.hdl.routing.study import DEFAULT_PORTS, DEFAULT_SAMPLES, format_study, study, study_json
 
     samples = DEFAULT_SAMPLES if args.samples is None else args.samples
     seed = 1 if args.seed is None else args.seed
@@ -113,8 +113,8 @@ def run(args):
     _check(args)
     if args.study:
         return _study(args)
-    from fred.hdl.flows import Phase, expand, parse_ports, validate_flows
-    from fred.hdl.routing import route, route_phases
+    from fred.hdl.netlist.flows import Phase, expand, parse_ports, validate_flows
+    from fred.hdl.routing.compiler import route, route_phases
 
     middle = 3 if args.middle is None else args.middle
     if args.collective:
@@ -134,7 +134,7 @@ def run(args):
             raise ValueError(f"--flow: {exc}") from None
         results = [(Phase("flows", flows), route(args.ports, middle, flows))]
     if args.json:
-        from fred.hdl.config_image import annotate
+        from fred.hdl.fabric.config_image import annotate
 
         from .jsonout import document, dumps
 

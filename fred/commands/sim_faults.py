@@ -6,7 +6,7 @@ Example::
 
 prints the packets delivered (summed over receivers), the retransmissions, the goodput relative
 to a fault-free run of the same program (same seed) and the check result of the fault bench
-(sim/fault_bench.py: every packet delivered exactly once, in order, bit-exact; control packets
+(sim/faults/bench.py: every packet delivered exactly once, in order, bit-exact; control packets
 fanned out; the switch's counters equal to the injected faults; no deadlock), and exits 0, or 1
 when a check failed (the failure on one line). Options are declared in
 :func:`fred.commands.sim._faults_arguments`.
@@ -46,9 +46,9 @@ def fault_table(r: dict, base: dict, args) -> str:
 
 def run_faults_command(args):
     from fred import progress
-    from fred.sim.fault_bench import PHASE_KINDS
-    from fred.sim.faults import FAULT_KINDS
-    from fred.sim.measure_faults import run_faults
+    from fred.sim.faults.bench import PHASE_KINDS
+    from fred.sim.faults.inject import FAULT_KINDS
+    from fred.sim.characterize.faults import run_faults
 
     from . import jsonout
 

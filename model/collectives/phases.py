@@ -1,0 +1,249 @@
+"""The building blocks of collective plans: phases of flows and how a plan runs on a task graph.
+
+An algorithm is a *plan*: a list of streams ``(fraction of the data, [phase, ...])``. Each
+stream's data is cut into ``chunks`` pieces that run the stream's phases in order; piece ``c``
+enters phase ``j`` at a node only after piece ``c-1`` has left phase ``j`` there, so pieces
+pipeline through the phases (phase j of one piece overlaps phase j+1 of the previous one).
+Phases emit flows with per-node dependencies (no global barriers):
+
+* ``Ring``: ring steps over one or many rings at once (Reduce-Scatter or All-Gather; both have
+  k-1 steps in which member i sends one k-th of its buffer to member i+1 and then forwards what
+  it received). Step s of member i waits for step s-1 of members i-1 (its data) and i (its link).
+  ``bidir`` splits the data over two rings in opposite directions.
+* ``Unicasts``: a set of concurrent point-to-point flows (scatter, gather, All-to-All, I/O).
+* ``Shift``: All-to-All as k-1 permutation steps.
+* ``Trees``: in-network flows (multicast, reduction, in-switch All-Reduce), concurrent or one
+  after another.
+
+A phase is called with the :class:`Builder` (the task graph and the label), the *state* (per
+node, the task its next flow must wait for; a list of such arrays) and the piece size; it
+returns the new state and its own sends (what the next piece's same phase waits for).
+:func:`run_plan` runs a plan; :func:`merge_plans` fuses same-shaped plans over disjoint groups
+into one (fewer, larger phases: the same flows, built faster).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fred.model.network.taskgraph import TaskGraph
+
+__all__ = ["Builder", "Ring", "Unicasts", "Shift", "Trees", "run_plan", "merge_plans"]
+
+
+class Builder:
+    """Where phases put their flows: the task graph ``sim``, the label ``lab`` and per-node state
+    arrays (``empty()``: no task to wait for, -1)."""
+
+    def __init__(self, sim: TaskGraph, lab: int):
+        self.sim = sim
+        self.lab = lab
+        self.N = sim.topo.num_nodes
+
+    def empty(self):
+        return np.full(self.N, -1, dtype=np.int64)
+
+    def dep_on_state(self, st, nodes, ids):
+        nodes = np.asarray(nodes, dtype=np.int64)
+        ids = np.asarray(ids, dtype=np.int64)
+        for a in st:
+            self.sim.add_edges(a[nodes], ids)
+
+
+_NEIGH: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _neighbours(k):
+    r = _NEIGH.get(k)
+    if r is None:
+        a = np.arange(k)
+        r = _NEIGH[k] = (np.roll(a, -1), np.roll(a, 1))
+    return r
+
+
+class Ring:
+    """Ring steps (RS or AG: same dependency shape) over rings ``[R, k]``; msg = D*scale/k."""
+
+    def __init__(self, rings, scale=1.0, bidir=False, reverse=False):
+        self.rings = np.atleast_2d(np.asarray(rings, dtype=np.int64))
+        self.scale = scale
+        self.bidir = bidir
+        self.reverse = reverse
+
+    def __call__(self, b: Builder, st, D):
+        k = self.rings.shape[1]
+        if k < 2:
+            return st, []
+        if self.bidir:
+            s1, e1 = self._one(b, st, D / 2, self.reverse)
+            s2, e2 = self._one(b, st, D / 2, not self.reverse)
+            return s1 + s2, e1 + e2
+        return self._one(b, st, D, self.reverse)
+
+    def _one(self, b, st, D, reverse):
+        rings = self.rings[:, ::-1] if reverse else self.rings
+        R, k = rings.shape
+        S = k - 1
+        msg = D * self.scale / k
+        nxt, prv = _neighbours(k)
+        snd = rings
+        rcv = rings[:, nxt]
+        pids = b.sim.paths_unicast(snd.ravel(), rcv.ravel())
+        ids = b.sim.add_flows(np.tile(pids, S), msg, b.lab).reshape(S, R, k)
+        b.dep_on_state(st, snd.ravel(), ids[0].ravel())
+        if S > 1:
+            later = ids[1:].ravel()
+            b.sim.add_edges(ids[:-1][:, :, prv].ravel(), later)
+            b.sim.add_edges(ids[:-1].ravel(), later)
+        ls = b.empty()
+        lr = b.empty()
+        ls[snd.ravel()] = ids[-1].ravel()
+        lr[rcv.ravel()] = ids[-1].ravel()
+        return [ls, lr], [ls]
+
+
+class Unicasts:
+    """Concurrent unicasts src[i] -> dst[i] of D*scale[i] bytes; per-node joins after."""
+
+    def __init__(self, srcs, dsts, scale):
+        self.srcs = np.asarray(srcs, dtype=np.int64).ravel()
+        self.dsts = np.asarray(dsts, dtype=np.int64).ravel()
+        self.scale = np.broadcast_to(np.asarray(scale, dtype=float), self.srcs.shape)
+
+    def __call__(self, b: Builder, st, D):
+        m = self.srcs != self.dsts
+        srcs, dsts, scale = self.srcs[m], self.dsts[m], self.scale[m]
+        if srcs.size == 0:
+            return st, []
+        pids = b.sim.paths_unicast(srcs, dsts)
+        ids = b.sim.add_flows(pids, D * scale, b.lab)
+        b.dep_on_state(st, srcs, ids)
+        nodes = np.unique(np.concatenate([srcs, dsts]))
+        joins = b.sim.add_delays(nodes.size, 0.0, b.lab)
+        pos = np.searchsorted(nodes, srcs)
+        b.sim.add_edges(ids, joins[pos])
+        pos = np.searchsorted(nodes, dsts)
+        b.sim.add_edges(ids, joins[pos])
+        # a node that only receives also keeps its prior state
+        a = b.empty()
+        a[nodes] = joins
+        recv_only = np.setdiff1d(dsts, srcs)
+        if recv_only.size:
+            b.dep_on_state(st, recv_only, joins[np.searchsorted(nodes, recv_only)])
+        return [a], [a]
+
+
+class Shift:
+    """All-to-All as k-1 permutation steps: step s, member i sends D*scale/k to member i+s."""
+
+    def __init__(self, group, scale=1.0):
+        self.g = np.asarray(group, dtype=np.int64)
+        self.scale = scale
+
+    def __call__(self, b: Builder, st, D):
+        k = self.g.size
+        if k < 2:
+            return st, []
+        msg = D * self.scale / k
+        prev = None
+        for s in range(1, k):
+            snd = self.g
+            rcv = np.roll(self.g, -s)
+            ids = b.sim.add_flows(b.sim.paths_unicast(snd, rcv), msg, b.lab)
+            if prev is None:
+                b.dep_on_state(st, snd, ids)
+            else:
+                b.sim.add_edges(prev, ids)                    # own previous step
+            prev = ids
+        a = b.empty()
+        a[self.g] = prev
+        return [a], [a]
+
+
+class Trees:
+    """In-network flows [(path id, participants)], each D*scale bytes; concurrent or chained."""
+
+    #: pieces of a stream run these flows concurrently (a switch streams them back to back)
+    concurrent_chunks = True
+
+    def __init__(self, trees, scale=1.0, chain=False):
+        self.trees = trees
+        self.scale = scale
+        self.chain = chain
+        self.nodes = np.unique(np.concatenate([np.asarray(p, dtype=np.int64) for _, p in trees]))
+        self.pids = np.asarray([pid for pid, _ in trees], dtype=np.int64)
+
+    def __call__(self, b: Builder, st, D):
+        nodes, pids = self.nodes, self.pids
+        ids = b.sim.add_flows(pids, D * self.scale, b.lab)
+        # dependencies: the state of every participant (deduplicated)
+        pre = np.unique(np.concatenate([a[nodes] for a in st])) if st else np.zeros(0, dtype=np.int64)
+        pre = pre[pre >= 0]
+        if self.chain:
+            if pre.size:
+                b.sim.add_edges(pre, ids[0])
+            if ids.size > 1:
+                b.sim.add_edges(ids[:-1], ids[1:])
+            last = ids[-1]
+        else:
+            if pre.size:
+                b.sim.add_edges(np.repeat(pre, ids.size), np.tile(ids, pre.size))
+            if ids.size == 1:
+                last = ids[0]
+            else:
+                last = b.sim.add_delays(1, 0.0, b.lab)[0]
+                b.sim.add_edges(ids, last)
+        a = b.empty()
+        a[nodes] = last
+        return [a], [a]
+
+
+# ---- plans: running and merging -------------------------------------------------------------
+def run_plan(b: Builder, plan, st0, nbytes, chunks):
+    """Emit ``plan`` for ``nbytes`` per NPU in ``chunks`` pieces per stream, from state ``st0``."""
+    for frac, phases in plan:
+        D = nbytes * frac / chunks
+        prev = [[] for _ in phases]
+        for _c in range(chunks):
+            st = st0
+            for j, ph in enumerate(phases):
+                if getattr(ph, "concurrent_chunks", False):
+                    st, _ = ph(b, st, D)
+                else:
+                    st, sends = ph(b, st + prev[j], D)
+                    prev[j] = sends
+
+
+def _merge_phase(a, b):
+    if type(a) is not type(b):
+        return None
+    if isinstance(a, Ring):
+        if a.rings.shape[1] != b.rings.shape[1] or a.scale != b.scale or a.bidir != b.bidir or a.reverse != b.reverse:
+            return None
+        return Ring(np.vstack([a.rings, b.rings]), a.scale, a.bidir, a.reverse)
+    if isinstance(a, Unicasts):
+        m = Unicasts(np.r_[a.srcs, b.srcs], np.r_[a.dsts, b.dsts], np.r_[a.scale, b.scale])
+        return m
+    if isinstance(a, Trees):
+        if a.chain or b.chain or a.scale != b.scale:
+            return None
+        return Trees(a.trees + b.trees, a.scale)
+    return None
+
+
+def merge_plans(plans):
+    """One plan doing the work of several same-shaped plans over disjoint groups, or None."""
+    first = plans[0]
+    merged = [(f, list(ph)) for f, ph in first]
+    for other in plans[1:]:
+        if len(other) != len(merged):
+            return None
+        for si, ((f, ph), (f2, ph2)) in enumerate(zip(merged, other)):
+            if f != f2 or len(ph) != len(ph2):
+                return None
+            for j, (x, y) in enumerate(zip(ph, ph2)):
+                m = _merge_phase(x, y)
+                if m is None:
+                    return None
+                ph[j] = m
+    return merged

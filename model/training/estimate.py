@@ -1,0 +1,191 @@
+"""Full-wafer training estimates: a workload on a fabric, and the mesh-vs-FRED table.
+
+>>> from fred.model.training.estimate import estimate
+>>> e = estimate("resnet-152", "fred-d")          # doctest: +SKIP
+>>> e.iteration_time, e.exposed["dp"], e.speedup   # doctest: +SKIP
+
+``estimate_table`` runs every workload on every fabric and fills ``speedup`` = mesh iteration
+time / fabric iteration time (the mesh is always simulated as the reference).
+
+One parameter set for everything: :func:`fred.model.system.params.default_params` (network, FRED-SPEC
+§5) and :func:`fred.model.workload.compute.default_npu` (H100-like NPU at the sourced utilisation). Nothing is tuned per workload or
+per fabric; overrides apply to every cell of a table alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from fred.contract.checks import check_int, check_number
+
+from fred.model.workload import compute as C
+from fred.model.system.params import canonical_fabric, default_params
+from fred.model.collectives.groups import format_strategy, parse_strategy
+from fred.model.workload.memory import DEFAULT_POLICY
+from fred.model.schedule.iteration import DEFAULT_GRANULARITY, DEFAULT_STREAM_STEPS, KINDS, build_and_run
+from fred.model.network.topology import build_fabric
+from fred.model.workload.loader import list_workloads, load_workload, workload_ref
+
+FABRIC_ORDER = ("mesh", "fred-a", "fred-b", "fred-c", "fred-d")
+
+#: FRED-SPEC §7 / paper Fig. 10: end-to-end speedup over the mesh
+PAPER_SPEEDUPS = {
+    "resnet-152": {"fred-c": 1.41, "fred-d": 1.76},
+    "transformer-17b": {"fred-c": 1.75, "fred-d": 1.87},
+    "gpt3-175b": {"fred-c": 1.34, "fred-d": 1.34},
+    "transformer-1t": {"fred-c": 1.40, "fred-d": 1.40},
+}
+
+
+@dataclass
+class Estimate:
+    workload: str
+    fabric: str
+    strategy: str
+    mode: str
+    microbatches: int
+    samples_per_replica: float
+    minibatch: float
+    iteration_time: float
+    compute_time: float
+    compute_busy: float
+    exposed: dict
+    comm_busy: dict
+    memory_per_npu: float
+    timing_source: str
+    tasks: int
+    sim_seconds: float
+    speedup: float | None = None
+    paper_speedup: float | None = None
+    notes: list = field(default_factory=list)
+    preemptions: int = 0
+    memory_policy: str = "none"           # fred.model.workload.memory policy applied
+    memory_before: float = 0.0            # bytes per NPU with every activation in HBM (policy none)
+    memory_states: float = 0.0            # of memory_per_npu: model states / streamed buffers
+    offload_bytes: float = 0.0            # activation bytes per NPU offloaded through the I/O (and read back)
+    recompute_time: float = 0.0           # recomputation seconds on the busiest NPU (part of compute)
+    memory_candidates: list = field(default_factory=list)
+    hbm_capacity: float = 0.0
+    npu: str = ""                         # NPU description (preset and source)
+
+    @property
+    def exposed_comm(self) -> float:
+        return sum(self.exposed.values())
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["exposed_comm"] = self.exposed_comm
+        d["pipeline_bubble"] = max(0.0, self.compute_time - self.compute_busy)
+        return d
+
+
+def _microbatches_for(w, abc, microbatches):
+    if microbatches:
+        return int(microbatches)
+    a, b, c = abc
+    if w.mode == "weight-streaming" or c > 1:
+        return w.microbatches
+    return 1
+
+
+#: the ranges of estimate()'s figures (as the CLI's: each microbatch and step is simulated)
+MAX_MICROBATCHES = 1024
+MAX_SAMPLES = 1e6
+MAX_STEPS = 256
+
+
+def estimate(workload, fabric, strategy=None, *, params=None, npu=None, microbatches=None,
+             samples_per_replica=None, mode=None, granularity=DEFAULT_GRANULARITY,
+             stream_steps=DEFAULT_STREAM_STEPS, memory=DEFAULT_POLICY) -> Estimate:
+    """Simulate one training iteration of ``workload`` on ``fabric`` ("mesh", "fred-a".."fred-d").
+
+    ``memory`` is the memory policy (:mod:`fred.model.workload.memory`; default ``auto``: the cheapest
+    that fits). A configuration that fits under no allowed policy raises :class:`~fred.FredError`.
+    A wrong type raises ``TypeError``, a value out of range ``ValueError`` (fred.contract.checks)."""
+    if microbatches is not None:
+        check_int("microbatches", microbatches, 1, MAX_MICROBATCHES)
+    if samples_per_replica is not None:
+        check_number("samples_per_replica", samples_per_replica, 0, MAX_SAMPLES, low_open=True)
+    check_int("granularity", granularity, 1, MAX_STEPS)
+    check_int("stream_steps", stream_steps, 1, MAX_STEPS)
+    if mode is not None and not isinstance(mode, str):
+        raise TypeError(f"mode must be weight-stationary or weight-streaming, not {type(mode).__name__} {mode!r}")
+    w = load_workload(workload)
+    if mode:
+        w = w.with_mode(mode)
+    fab = canonical_fabric(fabric)
+    p = params or default_params()
+    npu = npu or C.default_npu()
+    abc = parse_strategy(strategy or w.strategy, npus=p.npus)
+    m = _microbatches_for(w, abc, microbatches)
+    B = float(samples_per_replica or w.samples_per_replica)
+    topo = build_fabric(fab, p)
+    r = build_and_run(w, topo, abc, npu=npu, microbatches=m, samples_per_replica=B, granularity=granularity,
+                      stream_steps=stream_steps, memory=memory)
+    return Estimate(workload=w.name, fabric=fab, strategy=format_strategy(abc), mode=w.mode,
+                    microbatches=r.microbatches or m,
+                    samples_per_replica=B, minibatch=B * abc[1], iteration_time=r.iteration_time,
+                    compute_time=r.compute_time, compute_busy=r.compute_busy, exposed=dict(r.exposed),
+                    comm_busy=dict(r.comm_busy), memory_per_npu=r.memory_per_npu,
+                    timing_source=r.timing_source or p.switch.source, tasks=r.tasks, sim_seconds=r.sim_seconds,
+                    paper_speedup=PAPER_SPEEDUPS.get(w.name, {}).get(fab), notes=list(r.notes),
+                    preemptions=r.preemptions, memory_policy=r.memory_policy, memory_before=r.memory_before,
+                    memory_states=r.memory_states, offload_bytes=r.offload_bytes, recompute_time=r.recompute_busy,
+                    memory_candidates=list(r.memory_candidates), hbm_capacity=npu.hbm_capacity, npu=npu.source)
+
+
+def resolve_workloads(names=None) -> list[str]:
+    if not names:
+        return list_workloads()
+    out = []
+    for n in names:
+        for part in str(n).split(","):
+            part = part.strip()
+            if part:
+                out.append(workload_ref(part))
+    return out
+
+
+def resolve_fabrics(names=None) -> list[str]:
+    if not names:
+        return list(FABRIC_ORDER)
+    out = []
+    for n in names:
+        for part in str(n).split(","):
+            if part.strip():
+                f = canonical_fabric(part)
+                if f not in out:
+                    out.append(f)
+    return out
+
+
+def estimate_table(workloads=None, fabrics=None, strategy=None, progress=None, **kw) -> list[Estimate]:
+    """Every workload x fabric; ``speedup`` relative to the mesh (simulated even if not listed).
+    ``progress(what)``, if given, is called once per estimate, as it starts."""
+    wl = resolve_workloads(workloads)
+    fl = resolve_fabrics(fabrics)
+    rows = []
+    for wn in wl:
+        base = None
+        cells = {}
+        for f in (["mesh"] + [x for x in fl if x != "mesh"]):
+            if progress is not None:
+                progress(f"{wn} on {f}")
+            cells[f] = estimate(wn, f, strategy, **kw)
+        rows += speedup_rows(cells, fl)
+    return rows
+
+
+def speedup_rows(cells: dict, fabrics) -> list:
+    """The estimates of ``fabrics`` from ``cells`` (fabric -> estimate, the mesh included), each
+    with its ``speedup`` over the mesh set (None for a zero iteration time)."""
+    base = cells["mesh"].iteration_time
+    rows = []
+    for f in fabrics:
+        e = cells[f]
+        e.speedup = base / e.iteration_time if e.iteration_time > 0 else None
+        rows.append(e)
+    return rows
+
+
+__all__ = ["Estimate", "estimate", "estimate_table", "PAPER_SPEEDUPS", "FABRIC_ORDER", "KINDS"]
