@@ -1,6 +1,6 @@
 """The link protocol around the wire format: what a sender puts on a link and what a receiver
 does with every wire word (the switch's RTL, :mod:`fred.hdl.switch.linkcheck`, and the test-bench
-endpoints follow these same rules; tests/test_linkcheck.py checks the RTL against them).
+endpoints follow these same rules; tests/hdl/test_linkcheck.py checks the RTL against them).
 
 Pure Python. A link carries flits with credits (:mod:`fred.contract.packet`): a sender spends
 one credit of VC ``v`` per flit and gets it back when the receiver frees the slot. Faults

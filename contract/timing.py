@@ -7,7 +7,7 @@ This module holds all of the contract: the schema (:data:`KIND`, :data:`SCHEMA_V
 (:func:`write_timing`), the reader (:func:`load_timing`) and the embedded default
 (``contract/data/timing-default.json``, package data of :mod:`fred.contract`: a characterization
 of the default configuration produced by the same code and checked against the RTL by
-tests/test_characterize.py). The model never types switch figures in: it loads a timing file and
+tests/sim/test_characterize.py). The model never types switch figures in: it loads a timing file and
 turns it into its switch parameters (:func:`fred.model.system.timing.switch_timing`).
 
 Every problem with a file (missing, not JSON, wrong schema version, missing or ill-typed field)

@@ -36,7 +36,7 @@ from fred.sim.characterize.fabric import KINDS, kind_flows, run_fabric
 
 #: (kind, middle, dtype, lanes) of the cell runs
 CELLS = (("rd", 2, "fp16", 4), ("r", 3, "bf16", 4), ("r", 2, "fp32", 1), ("d", 3, "fp16", 2))
-#: lanes and dtype of each fabric case (as tests/test_fabric_sim.py's subset builds them)
+#: lanes and dtype of each fabric case (as tests/sim/test_fabric_sim.py's subset builds them)
 FABRIC_BUILDS = {(3, 2): (2, "bf16"), (5, 3): (1, "fp32"), (8, 2): (1, "fp16")}
 #: rounds per phase and seeds per switch run
 SWITCH_ROUNDS, SWITCH_SEEDS = 40, 2

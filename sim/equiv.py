@@ -10,7 +10,7 @@ same register names along the same instance paths), and proves every pair equal:
 ``equiv_simple`` proves each pair from the pairs feeding it over ``N`` cycles, ``equiv_induct``
 closes the remaining ones by induction over all pairs at once; ``equiv_status -assert`` fails
 when any pair is unproven, so a design that differs anywhere (a flipped sum bit, a different
-mux) is reported, not proven (tests/test_hier.py checks both).
+mux) is reported, not proven (tests/hdl/test_hier.py checks both).
 """
 
 from __future__ import annotations

@@ -178,6 +178,84 @@ def test_no_circle_inside_a_layer():
     assert found == [], f"module circles: {found}"
 
 
+# ---- inside a layer: one subpackage per concept, imports down the tiers only --------------------
+
+#: per layer, its units (a subpackage, or a module at the layer's top) in tiers: a unit imports only
+#: units of lower tiers (never its own tier, never a higher one), so the folders read bottom-up
+TIERS = {
+    "fred.hdl": [["params", "dtypes", "verilog", "physical"], ["netlist", "adders"],
+                 ["routing", "cells", "crossbar"], ["fabric"], ["switch"]],
+    "fred.sim": [["toolchain", "equiv", "golden"], ["faults", "lint", "formal"], ["benches"],
+                 ["characterize"], ["soak", "coverage"]],
+    "fred.model": [["system"], ["network"], ["collectives"], ["workload", "inputs"], ["schedule"],
+                   ["training"], ["plots"]],
+}
+#: the most modules one folder of a layer holds (issue: a folder is a concept, not a drawer)
+MAX_FOLDER_MODULES = 13
+
+
+def unit(modname: str) -> str | None:
+    """The unit of a module inside its layer: ``fred.model.training.scan`` -> ``fred.model.training``."""
+    parts = modname.split(".")
+    if len(parts) < 3 or ".".join(parts[:2]) not in TIERS:
+        return None
+    return ".".join(parts[:3])
+
+
+def _tier(u: str) -> int:
+    layer_pkg, name = u.rsplit(".", 1)
+    for i, names in enumerate(TIERS[layer_pkg]):
+        if name in names:
+            return i
+    raise AssertionError(f"{u} is in no tier of tests/test_layers.py TIERS: add it")
+
+
+def test_subpackage_directions():
+    bad = []
+    for name, targets in _module_graph().items():
+        a = unit(name)
+        for t in targets:
+            b = unit(t)
+            if not a or not b or a == b or a.rsplit(".", 1)[0] != b.rsplit(".", 1)[0]:
+                continue
+            if _tier(b) >= _tier(a):
+                bad.append(f"{MODULES[name][0].relative_to(ROOT)}: {a} imports {t} (tier {_tier(b)} >= {_tier(a)})")
+    assert not bad, "import against the subpackage tiers:\n" + "\n".join(bad)
+
+
+def test_no_circle_between_subpackages():
+    g = {}
+    for name, targets in _module_graph().items():
+        for t in targets:
+            a, b = unit(name), unit(t)
+            if a and b and a != b:
+                g.setdefault(a, set()).add(b)
+    assert _cycles(set(g) | {x for v in g.values() for x in v}, g) == []
+
+
+def test_every_unit_has_a_tier_and_folders_stay_small():
+    too_big = []
+    for folder in ("hdl", "sim", "model"):
+        for d in [ROOT / folder, *sorted(p for p in (ROOT / folder).iterdir() if (p / "__init__.py").exists())]:
+            mods = [p for p in d.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+            if len(mods) > MAX_FOLDER_MODULES:
+                too_big.append(f"{d.relative_to(ROOT)}: {len(mods)} modules")
+    assert not too_big, too_big
+    for name in MODULES:
+        if unit(name):
+            _tier(unit(name))
+
+
+def test_tier_rule_sees_what_it_checks(monkeypatch):
+    """A reversed edge (schedule -> training) is reported."""
+    graph = _module_graph()
+    graph = {**graph, "fred.model.schedule.iteration": graph["fred.model.schedule.iteration"]
+             + ["fred.model.training.estimate"]}
+    monkeypatch.setattr(sys.modules[__name__], "_module_graph", lambda: graph)
+    with pytest.raises(AssertionError, match="schedule imports fred.model.training.estimate"):
+        test_subpackage_directions()
+
+
 @pytest.mark.parametrize("pkg, forbidden", [
     ("fred.contract", ("fred.hdl", "fred.sim", "fred.model", "amaranth", "cocotb")),
     ("fred.hdl", ("fred.sim", "fred.model", "cocotb")),

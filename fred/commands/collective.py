@@ -10,7 +10,7 @@ __all__ = ["HELP", "add_arguments", "run", "parse_size", "fmt_size", "fmt_time",
 
 #: pieces per stream (each piece is a flow per step: the simulator caps the flows it creates);
 #: a copy of fred.model.collectives.api.MAX_CHUNKS, kept here so the CLI starts without the model
-#: (tests/test_model_network_cli.py checks they agree)
+#: (tests/cli/test_model_network_cli.py checks they agree)
 MAX_CHUNKS = 1024
 #: the ops that take a root NPU
 ROOT_OPS = ("reduce", "broadcast", "multicast")

@@ -17,7 +17,7 @@ with lanes x cells:
   the same bits as the ``ArrayLayout``), so no per-lane debug alias is written for them.
 
 Behaviour is the same as the flat form (same ports, same bits, same cycle-level behaviour):
-tests/test_hier.py runs the fabric benches on both forms and proves the two netlists
+tests/hdl/test_hier.py runs the fabric benches on both forms and proves the two netlists
 equivalent with yosys ``equiv_*`` at a small width.
 
 :func:`emit_modules` emits a top component and then every module the registry collects while

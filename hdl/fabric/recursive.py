@@ -43,7 +43,7 @@ cycles for fp16, bf16, fp32; 7 .. 9 for int32, whose one-stage cells still leave
 join level after the first). The bound is a measured contract, not a proof: the fabric bench
 and the compiled soaks with idle sources reach it on FRED_3(4) fp16 (+2), FRED_3(5), FRED_2(8)
 (+1) and FRED_3(12) int32 (+2) and stay within it on FRED_3(12) fp16 (+5 of 6), checked by
-tests/test_fabric_sim.py. No beat is lost, added or reordered, and throughput is unaffected.
+tests/sim/test_fabric_sim.py. No beat is lost, added or reordered, and throughput is unaffected.
 
 Configuration vector
 --------------------

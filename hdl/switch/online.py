@@ -20,7 +20,7 @@ only rearrangeably non-blocking); the switch refuses online routing there at bui
 * :func:`online_config` -- the same as the flat configuration vector (``fabric.config_bits``);
 * :class:`OnlineRouter` -- the rule as combinational Amaranth logic (the control unit's copy):
   ``valid[x]``, ``dst[x]`` in, ``config`` out, equal to :func:`online_config` bit for bit
-  (tests/test_switch_online.py checks random permutations in simulation).
+  (tests/sim/test_switch_online.py checks random permutations in simulation).
 """
 
 from __future__ import annotations

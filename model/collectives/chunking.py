@@ -4,7 +4,7 @@ A plan's streams run their phases in order and pieces pipeline through them
 (:mod:`fred.model.collectives.phases`). Without pipelining a stream takes its *serial* time (the
 sum of its phases' times); with ``c`` pieces the phases overlap, but every piece pays the hop
 latencies of its ring steps again. The estimate (ours, checked against the simulator in
-``tests/test_network_chunks.py`` and ``python -m fred.bench collectives``)::
+``tests/model/test_network_chunks.py`` and ``python -m fred.bench collectives``)::
 
     T(c) = T_bw + T_fill / c + (c - 1) * lam
 

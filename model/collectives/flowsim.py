@@ -33,7 +33,7 @@ Semantics:
   needs; lower classes may use the switch's links only for the time left), a flow that starts
   while a lower class streams through a switch on its route pays
   ``SwitchTiming.preemption_delay_s`` and each flow it interrupts ``resume_delay_s`` (both
-  measured; the rule is checked against the switch RTL by tests/test_model_vs_rtl_overlap.py).
+  measured; the rule is checked against the switch RTL by tests/model/test_model_vs_rtl_overlap.py).
   ``SimResult.preemptions`` / ``resumes`` / ``preemption_latency`` report them.
 * Links carry payload at ``topo.link_efficiency`` of their bandwidth (packet headers and ACKs,
   :mod:`fred.model.system.packets`; 1 on generic topologies).

@@ -99,7 +99,7 @@ class SwitchTiming:
     def preemption_delay_s(self) -> float:
         """What preempting costs a flow over an unobstructed start, in seconds: the measured
         preemption latency less the activation every new phase pays (checked against the RTL by
-        tests/test_model_vs_rtl_overlap.py)."""
+        tests/model/test_model_vs_rtl_overlap.py)."""
         return max(0.0, self.preemption_cycles - self.activation_cycles) / self.clock_hz
 
     @property

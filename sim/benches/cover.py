@@ -52,7 +52,7 @@ CLASSES = ("zero", "subnormal", "normal", "max", "inf", "nan")
 STALLS = ((0.0, 0.0), (0.5, 0.5), (0.2, 0.9))
 ROUTES = {"R": ("pass", "sum"), "D": ("pass", "broadcast"), "RD": ("pass", "broadcast", "sum")}
 FLOW_KINDS = ("unicast", "multicast", "reduce", "all-reduce", "mixed")
-#: (P, m) of the fabric benches make coverage runs (cases of tests/test_fabric_sim.py's subset)
+#: (P, m) of the fabric benches make coverage runs (cases of tests/sim/test_fabric_sim.py's subset)
 FABRIC_CASES = ((3, 2), (5, 3), (8, 2))
 VCS = tuple(pk.VC_NAMES[v] for v in pk.PRIORITY)          # MP, PP, DP (priority order)
 FANOUTS = (1, 2, 3, 4, 5)

@@ -1,4 +1,4 @@
-"""cocotb bench that exercises sim/benches/streams.py on a stream FIFO (tests/test_streams.py)."""
+"""cocotb bench that exercises sim/benches/streams.py on a stream FIFO (tests/sim/test_streams.py)."""
 
 import random
 

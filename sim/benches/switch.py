@@ -1,4 +1,4 @@
-"""cocotb bench for the FRED switch (run through tests/test_switch_bench.py / measure_switch).
+"""cocotb bench for the FRED switch (run through tests/sim/test_switch_bench.py / measure_switch).
 
 Configuration (``bench_config()``): the switch parameters (``ports``, ``middle``, ``lanes``,
 ``dtype``, ``fabric``, ``depths``, ``max_len``, ``table_entries``), the phase table

@@ -1,4 +1,4 @@
-"""Random routable flow sets of FRED_m(P), for the fabric benches (cocotb: tests/test_fabric_sim.py;
+"""Random routable flow sets of FRED_m(P), for the fabric benches (cocotb: tests/sim/test_fabric_sim.py;
 compiled: :mod:`fred.sim.soak.fabric`).
 
 :func:`random_flow_set` draws one routable phase of a flow kind (all-reduce, reduce, multicast,

@@ -2,7 +2,7 @@
 
 ``measure_overlap(K, J, L, ...)`` runs the cocotb scenario ``switch_overlap``
 (sim/benches/overlap.py) on the Verilator build of the 4-port bench switch (FRED_3(4), 2 x int32
-lanes, buffers 12/2 flits, max_len 4: the build of tests/test_switch_bench.py, shared through
+lanes, buffers 12/2 flits, max_len 4: the build of tests/sim/test_switch_bench.py, shared through
 the build cache): a DP all-reduce over ports {0, 1} streams ``K`` packets of ``L`` data flits
 per port; ``o`` cycles after it starts (``o`` in ``offsets``) an MP all-reduce over {2, 3}
 offers ``J`` packets per port. Also measured alone. Returns the runs (see the bench) and
@@ -81,7 +81,7 @@ def measure_overlap(K=DEFAULTS["K"], J=DEFAULTS["J"], L=DEFAULTS["L"], seed=1,
         raise ValueError(f"offsets {offsets!r} must be cycles >= 0")
     t0 = time.monotonic()
     tag = f"switch-p{sw.P}-{sw.dtype.name}-{sw.fabric_kind}" + (f"-{fault}" if fault else "")
-    # = tests/test_switch_bench.py's tag, so the two share a build
+    # = tests/sim/test_switch_bench.py's tag, so the two share a build
     out = {"params": dict(sw.describe(), K=K, J=J, L=L, offsets=offsets, seed=seed)}
     with tempfile.TemporaryDirectory() as tmp:
         res = Path(tmp) / "overlap.json"

@@ -79,7 +79,7 @@ def _phases(P):
 
 def data_depth_for(max_len: int) -> int:
     """Default data-VC buffer depth of the measured switch: 3 x max_len flits (12 for the
-    4-flit packets of the unit benches, the same buffers as tests/test_switch_bench.py; 24 for
+    4-flit packets of the unit benches, the same buffers as tests/sim/test_switch_bench.py; 24 for
     the paper's 8-flit packets). At least two whole packets (2 x (1 + max_len)) must fit, so
     that a second round can be buffered while the first runs (the phase-switch scenarios need
     it)."""
@@ -118,7 +118,7 @@ def measure_switch(ports=4, middle=3, lanes=2, dtype="int32", fabric="fred", see
     :func:`activation_samples_for`); ``shared``: emit the fabric with shared cell modules (see
     :func:`_build`; same circuit, much faster Verilator build); ``None`` (default) = from
     :data:`SHARED_FROM_PORTS` ports up, below that the per-instance Verilog that
-    tests/test_switch_bench.py and sim/characterize/overlap.py build (so their builds are shared).
+    tests/sim/test_switch_bench.py and sim/characterize/overlap.py build (so their builds are shared).
     """
     from fred.sim.toolchain import run_bench
 
@@ -173,7 +173,7 @@ def _build(P, m, lanes, dtype, fabric, depth=12, ctrl_depth=2, max_len=4, entrie
     module per cell instance. Same circuit (every measured figure is identical); Verilator then
     compiles each cell kind once rather than inlining every cell into one huge model: the
     12-port switch builds in about 3 minutes instead of 14. ``shared=False`` (default) is
-    ``emit(Switch(...))``, as tests/test_switch_bench.py builds it. ``fault``: a broken switch
+    ``emit(Switch(...))``, as tests/sim/test_switch_bench.py builds it. ``fault``: a broken switch
     (``fred.hdl.switch.top.SWITCH_FAULTS``, tests only).
     """
     key = (P, m, lanes, dtype, fabric, depth, ctrl_depth, max_len, entries, shared, fault)

@@ -21,7 +21,7 @@ import pytest
 
 from fred.contract import cache as C
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def stray(folder: Path) -> list:

@@ -22,7 +22,7 @@ command being fuzzed are replaced by a stand-in that stops the case as "accepted
 
 Cases come from :mod:`cli_fuzz_cases` (options found by walking the real parsers, nasty values
 per option type) and :mod:`cli_fuzz_files` (real example files, mutated). Run it as a script for
-the big run (``python tests/cli_fuzz.py --help``); tests/test_cli_bad_inputs.py runs a fixed
+the big run (``python tests/cli/cli_fuzz.py --help``); tests/cli/test_cli_bad_inputs.py runs a fixed
 sample in ``make test`` and the whole set under ``@pytest.mark.regress``.
 """
 
@@ -312,7 +312,7 @@ def main(argv=None) -> int:
     import cli_fuzz_cases
     import cli_fuzz_files
 
-    ap = argparse.ArgumentParser(description="fuzz the fred command line (tests/cli_fuzz.py)")
+    ap = argparse.ArgumentParser(description="fuzz the fred command line (tests/cli/cli_fuzz.py)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--files", type=int, default=40, help="mutations per example file")
     ap.add_argument("--only", choices=("options", "files"), default=None)

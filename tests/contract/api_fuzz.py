@@ -2,7 +2,7 @@
 constructors and the model's estimate / collective functions, each parameter in turn given a
 nasty value. Each call must either work or raise ``TypeError`` / ``ValueError`` /
 :class:`fred.FredError` on one line naming the parameter (fred.contract.checks), within a time
-limit; a result must be finite. Run as a script for the whole set; tests/test_api_checks.py runs it.
+limit; a result must be finite. Run as a script for the whole set; tests/contract/test_api_checks.py runs it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 The async testbench drives random beats with random source idles and sink back-pressure,
 checks the stream rules on every output (no retraction, stable payload while stalled), and
 compares each output's beat sequence with :mod:`fred.sim.golden.cells`. The heavy random
-regression runs under Verilator (tests/test_cells_cocotb.py).
+regression runs under Verilator (tests/sim/test_cells_cocotb.py).
 """
 
 import random

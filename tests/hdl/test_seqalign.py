@@ -7,7 +7,7 @@ import random
 from fred.contract import packet as pk
 from fred.hdl.netlist.flows import Flow
 
-from tests.test_switch import FB, _mk, _run_switch, _small_switch, _sum
+from tests.hdl.test_switch import FB, _mk, _run_switch, _small_switch, _sum
 
 PHASES = {0: (pk.VC_DP, [Flow({0, 1}, {0, 1})])}
 

@@ -1,6 +1,6 @@
 """Online routing of default-index packets (hdl/switch_online*.py): the greedy rule, its gates,
 and the whole switch routing random permutations and all-to-all traffic (pysim, ideal fabric;
-the FRED-fabric Verilator bench is in tests/test_switch_bench.py)."""
+the FRED-fabric Verilator bench is in tests/sim/test_switch_bench.py)."""
 
 import random
 
@@ -12,7 +12,7 @@ from fred.hdl.netlist.flows import Flow
 from fred.hdl.routing.check import check_and_trees
 from fred.hdl.netlist.structure import netlist
 from fred.hdl.switch.online import OnlineRouter, online_config, online_modes
-from tests.test_switch import FB, _run_switch, _small_switch
+from tests.hdl.test_switch import FB, _run_switch, _small_switch
 
 
 def _partial_perm(rng, P):

@@ -11,7 +11,7 @@ product of element types x lanes {1, 4, 32} x m {2, 3, 4} (84 builds; it also ne
 
 One cell's regression with waves and a chosen seed::
 
-    WAVES=1 FRED_SEED=123 .venv/bin/pytest tests/test_cells_cocotb.py -k "rd and fp16"
+    WAVES=1 FRED_SEED=123 .venv/bin/pytest tests/sim/test_cells_cocotb.py -k "rd and fp16"
     .venv/bin/fred sim cell rd --dtype fp16 --lanes 4 --seed 123 --waves
 """
 
@@ -80,7 +80,7 @@ _FULL = [("rd", 2, dt, ln) for dt in dtype_names() for ln in (1, 4, 32)] + \
 
 
 # marked regress (excluded from make test) and also gated on FRED_REGRESS (set by make regress),
-# so that `pytest tests/test_cells_cocotb.py -k "rd and fp16"` runs just the quick set
+# so that `pytest tests/sim/test_cells_cocotb.py -k "rd and fp16"` runs just the quick set
 @pytest.mark.regress
 @pytest.mark.skipif(not os.environ.get("FRED_REGRESS"),
                     reason="full cell sweep: run with make regress (FRED_REGRESS=1)")
@@ -88,7 +88,7 @@ _FULL = [("rd", 2, dt, ln) for dt in dtype_names() for ln in (1, 4, 32)] + \
 def test_cell_regression_full(params):
     kind, m, dtype, lanes = params
     # every mode of every cell is checked exhaustively (fewer beats) under amaranth.sim in
-    # tests/test_cells.py and with `fred sim cell --all-modes`; here the representative set
+    # tests/hdl/test_cells.py and with `fred sim cell --all-modes`; here the representative set
     _soak(kind, m, dtype, lanes, representative_modes(kind, m), 100 + _FULL.index(params))
 
 

@@ -17,7 +17,7 @@ from fred.hdl.physical.logic_depth import depth_from_netlist, logic_depth, parse
 from fred.hdl.verilog import emit
 from fred.sim.characterize.clock import limiting
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 # ---- nextpnr report ----------------------------------------------------------------------------

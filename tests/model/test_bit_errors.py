@@ -12,7 +12,7 @@ from fred.model.system import params
 from fred.model.system.bit_errors import curve_from_section, goodput_at, max_bit_error_rate, packet_error
 from fred.model.system.timing import switch_timing
 
-from tests.test_timing import _doc, _write
+from tests.contract.test_timing import _doc, _write
 
 SECTION = {"ports": 12, "dtype": "fp16", "lanes": 4, "packet_flits": 9, "flit_bits": 64,
            "wire_bits": 109, "packets_per_phase": 32, "seed": 1, "faults": ["corrupt"],

@@ -13,7 +13,7 @@ from fred.model.inputs.astra_trace import COMM_TYPES, FIELDS, KINDS, load_trace,
 from fred.model.collectives.api import collective_time
 from fred.model.training.trace_estimate import COMM_OPS, estimate_trace, resolve_strategy, trace_table
 
-EXAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "workloads" / "astra-sim"
+EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "workloads" / "astra-sim"
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.txt")) if EXAMPLES.is_dir() else []
 needs_examples = pytest.mark.skipif(not EXAMPLE_FILES, reason=f"example traces not found at {EXAMPLES}")
 

@@ -112,7 +112,7 @@ TEXT_FILES = {
     "w_neg.yml": "name: mine\nkind: transformer\nlayers: -2\nhidden: 12\nheads: 3\nseq: 8\nvocab: 100\n",
     "w_broken.yml": "name: [\n",
     "notes.txt": "a regular file\n",
-    # found by the fuzz harness (tests/cli_fuzz.py): each field checked with its type and range
+    # found by the fuzz harness (tests/cli/cli_fuzz.py): each field checked with its type and range
     "w_inf.yml": "name: mine\nkind: transformer\nlayers: .inf\nhidden: 12\nheads: 3\nseq: 8\nvocab: 100\n",
     "w_many.yml": "name: mine\nkind: transformer\nlayers: 1e9\nhidden: 12\nheads: 3\nseq: 8\nvocab: 100\n",
     "w_text.yml": "name: mine\nkind: transformer\nlayers: '8'\nhidden: 12\nheads: 3\nseq: 8\nvocab: 100\n",
@@ -169,7 +169,7 @@ def _chakra_variants(root):
 
     from fred.model.inputs.chakra_schema import Node
 
-    src = os.path.join(os.path.dirname(__file__), "data", "chakra-et", "all_reduce_4npus_1MB")
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "chakra-et", "all_reduce_4npus_1MB")
     for name in ("et_longer", "et_huge"):
         shutil.copytree(src, root / name)
     extra = Node(id=999, name="late", type=4, duration_micros=5).SerializeToString()
@@ -620,7 +620,7 @@ OUTPUTS = [
     ("sweep -w resnet-152 --plot {d}/x.txt", "--plot '{d}/x.txt': file type '.txt'"),
 ]
 
-#: classes of failures the fuzz harness (tests/cli_fuzz.py) found, one case each
+#: classes of failures the fuzz harness (tests/cli/cli_fuzz.py) found, one case each
 FUZZED = [
     # an option that takes one value given twice (argparse kept the last one silently)
     ("collective --size 1MiB --size 2MiB", "--size given twice ('1MiB' and '2MiB'); give it once"),
@@ -757,7 +757,7 @@ def test_no_traceback_in_a_real_process(d, line):
     assert r.stderr.startswith("fred: error: ") and r.stderr.count("\n") == 1, r.stderr
 
 
-# ---- the fuzz harness (tests/cli_fuzz.py): a fixed sample here, every case under regress ---------
+# ---- the fuzz harness (tests/cli/cli_fuzz.py): a fixed sample here, every case under regress ---------
 #: "ignored" outcomes that are right: on that command line the value given is what the command
 #: chooses anyway (or a bound the run never reaches), so the output is the same without it
 IGNORED_OK = {

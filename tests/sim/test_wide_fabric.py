@@ -51,7 +51,7 @@ def test_fabric_bench_at_real_width_with_verilator_blocks():
     beats each) at the real width, 256 fp16 lanes (a 4,096-bit beat), on FRED_3(5) built with
     the cells as Verilator hierarchical blocks: lane order and packing at full width, in
     ``make test`` (about 100 s of CPU, most of it the build)."""
-    from tests.test_fabric_sim import _run_case
+    from tests.sim.test_fabric_sim import _run_case
 
     res = _run_case(5, 3, 256, "fp16", default_seed=1053, form="hier", verilator_blocks=True)
     assert all(ph["latency"]["min"] >= res["latency_formula"] for ph in res["phases"])
@@ -74,7 +74,7 @@ SWITCH_BLOCK_PREFIXES = CELL_MODULE_PREFIXES + ("fred_switch_in_", "fred_switch_
 
 
 def wide_switch_run(P=4, lanes=256, seed=1717, **kw):
-    """The switch regression bench (tests/test_switch_bench.py) on the hierarchical switch at
+    """The switch regression bench (tests/sim/test_switch_bench.py) on the hierarchical switch at
     ``lanes`` fp16 lanes: a 48-bit header flit and ``lanes`` x 16-bit payload flits through the
     same ports, buffers and fabric, every packet checked against the golden model."""
     from fred.hdl.fabric.hier import emit_modules

@@ -338,7 +338,7 @@ def test_online_round_corrupted_mid_packet_poisons_only_its_pair():
     same pairs, so packet 1's starts at once). The switch counts the bad word, finds the gap at the next flit, completes the packet
     with zeros and sends its last flit at output 1 poisoned; output 3, fed by input 2 in the same
     round, is not touched (a switch that poisons every output of the round fails here)."""
-    from tests.test_switch import _run_switch, _small_switch
+    from tests.hdl.test_switch import _run_switch, _small_switch
     rng = random.Random(3)
     pkts = {p: [pk.Packet(pk.Header.data(pk.VC_DP, pk.DEFAULT_PHASE, k, 4, port=p + 1),
                           tuple(rng.randrange(1 << FB) for _ in range(4))) for k in range(3)]

@@ -184,7 +184,7 @@ def test_readme_area_table_is_the_embedded_timing_files():
     sec = load_timing().area_at_width
     assert sec is not None and sec["lanes"] == 256 and "measured_by" in sec
     assert {"cell R", "cell D", "cell RD", "FRED_3(12)", "FRED_3(10)", "switch (12 ports)"} <= set(sec["designs"])
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     block = readme.split("<!-- area-width:begin -->", 1)[1].split("<!-- area-width:end -->", 1)[0]
     rows = {}
     for m in re.finditer(r"^\| ([^|]+?) \| (\d+) \| ([\d,]+) \| ([\d,]+) \|", block, re.M):

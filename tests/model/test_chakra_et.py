@@ -13,7 +13,7 @@ from fred.model.inputs.chakra_et import load_chakra, read_et_file, run_chakra
 from fred.model.inputs.chakra_schema import GlobalMetadata, Node
 from fred.model.network.from_yaml import parse_network_yaml
 
-HERE = pathlib.Path(__file__).parent
+HERE = pathlib.Path(__file__).resolve().parents[1]
 SHIPPED = HERE / "data" / "chakra-et" / "all_reduce_4npus_1MB"
 SHARED = HERE.parent.parent / "shared" / "workloads" / "chakra-et"
 MiB = 2**20

@@ -1,6 +1,6 @@
 """FRED switch: packet format, buffers, credits, control unit, configuration table, CLI.
 
-Amaranth-level (pysim) tests; the Verilator regression is tests/test_switch_bench.py.
+Amaranth-level (pysim) tests; the Verilator regression is tests/sim/test_switch_bench.py.
 """
 
 import random

@@ -72,8 +72,8 @@ def test_lint_modules_clean_and_catches_a_fault_in_a_submodule():
 
 
 def test_fabric_bench_passes_on_hier_form():
-    """The regression bench of tests/test_fabric_sim.py on the hierarchical form."""
-    from tests.test_fabric_sim import _run_case
+    """The regression bench of tests/sim/test_fabric_sim.py on the hierarchical form."""
+    from tests.sim.test_fabric_sim import _run_case
 
     _run_case(5, 3, 2, "fp16", default_seed=1053, form="hier")
 
@@ -99,7 +99,7 @@ def test_cli_refuses_too_wide(argv, msg, tmp_path):
 
 @pytest.mark.regress
 def test_switch_bench_passes_on_hier_form(monkeypatch):
-    """The switch regression bench (tests/test_switch_bench.py, P = 4) on the hierarchical
+    """The switch regression bench (tests/sim/test_switch_bench.py, P = 4) on the hierarchical
     switch: shared input/output port modules, hierarchical fabric."""
     from fred.hdl.fabric.hier import emit_modules
     from fred.hdl.switch.top import Switch

@@ -16,7 +16,7 @@ import shutil
 
 from cli_fuzz import Case
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 ROOT = os.path.dirname(HERE)
 #: the shared/ folder beside the checkout (a git worktree sits one level deeper)
 SHARED = next((p for p in (os.environ.get("FRED_SHARED", ""), os.path.join(os.path.dirname(ROOT), "shared"),

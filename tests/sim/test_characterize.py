@@ -94,7 +94,7 @@ def test_default_switch_is_the_wafer_chiplet(default):
 @pytest.mark.regress
 def test_full_recharacterization_matches_default(default, tmp_path):
     """Everything deterministic in the default: figures per chiplet and cell, the load sweep
-    (reproducible from the seed, tests/test_load_sweep_repro.py), the switch figures, and area."""
+    (reproducible from the seed, tests/model/test_load_sweep_repro.py), the switch figures, and area."""
     out = tmp_path / "t.json"
     assert fred_main(["characterize", "-o", str(out), "-q"]) == 0
     new = json.loads(out.read_text())

@@ -9,7 +9,7 @@ Tolerance per run: ``measure_overlap.tolerance(L)`` = one packet time (L + 1: th
 has no packet boundaries, the RTL preempts between rounds) + P - 1 (scanner jitter of the
 control unit) = 8 cycles.
 
-The Verilator build is tests/test_switch_bench.py's (same Verilog, same build directory); with
+The Verilator build is tests/sim/test_switch_bench.py's (same Verilog, same build directory); with
 it cached the bench part takes about 5 s.
 """
 
@@ -141,7 +141,7 @@ def _overlap_caught(fault):
 
 
 def test_overlap_header_off_by_one_caught():
-    """Headers carrying phase + 1 (the build tests/test_switch_bench.py's mutant test uses)."""
+    """Headers carrying phase + 1 (the build tests/sim/test_switch_bench.py's mutant test uses)."""
     _overlap_caught("header-off-by-one")
 
 

@@ -49,7 +49,7 @@ def test_parsers_and_network_types():
         NetworkSpec(["Ring"], [8], [0], [500.0])
 
 
-# ---- every parameter of the API entry points given nasty values (tests/api_fuzz.py) --------------
+# ---- every parameter of the API entry points given nasty values (tests/contract/api_fuzz.py) --------------
 @pytest.mark.parametrize("target", ["RCell", "DCell", "RDCell", "build_cell", "Fabric", "Crossbar", "Switch",
                                     "NetworkSpec", "collective_time"])
 def test_api_bad_parameters(target):
