@@ -60,7 +60,7 @@ def emit_verilog(outdir: Path) -> list:
 def characterize_step(path: Path, quick: bool, area: bool):
     """Characterize into ``path``; return the path."""
     from fred.contract.timing import write_timing
-    from fred.sim.characterize.run import characterize
+    from fred.sim.characterize import characterize
 
     kw = dict(beats=64, sweep_beats=48, cell_beats=150, loads=(0.5, 1.0)) if quick else {}
     doc = characterize(lanes=LANES, dtype=DTYPE, middle=MIDDLE, chiplets=CHIPLETS,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from fred.contract.outputs import atomic_output
 
-from fred.model.system.params import variant
-from fred.model.training.scan import PAPER_BAND
+from fred.model.system import variant
+from fred.model.training import PAPER_BAND
 
 #: file types a plot can be written as (matplotlib's Agg canvas, with Pillow for jpg/tif/webp)
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff",

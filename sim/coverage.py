@@ -29,10 +29,10 @@ import time
 from pathlib import Path
 
 from fred.contract import packet as pk
-from fred.hdl.netlist.flows import Flow
-from fred.hdl.routing.compiler import route
+from fred.hdl.netlist import Flow
+from fred.hdl.routing import route
 from fred.sim.benches import cover as coverage
-from fred.sim.characterize.fabric import KINDS, kind_flows, run_fabric
+from fred.sim.characterize import KINDS, kind_flows, run_fabric
 
 #: (kind, middle, dtype, lanes) of the cell runs
 CELLS = (("rd", 2, "fp16", 4), ("r", 3, "bf16", 4), ("r", 2, "fp32", 1), ("d", 3, "fp16", 2))
@@ -75,7 +75,7 @@ def _mixed(P, m, rng):
 
 
 def run_cells(seed):
-    from fred.sim.benches.cells import representative_modes, run_cell_regression
+    from fred.sim.benches import representative_modes, run_cell_regression
     for kind, m, dtype, lanes in CELLS:
         run_cell_regression(kind, middle=m, lanes=lanes, dtype=dtype, beats=1000, seed=seed,
                             modes=representative_modes(kind, m))
@@ -90,11 +90,11 @@ def run_fabrics(seed):
 
 
 def run_switches(seed):
-    from fred.sim.characterize.switch import _base_config, _build
+    from fred.sim.characterize import switch as measure
     from fred.sim.toolchain import run_bench
     for P, phases in SWITCH_PHASES.items():
-        verilog, sw = _build(P, 3, 2, "int32", "fred")
-        cfg = dict(_base_config(sw, phases), rounds=SWITCH_ROUNDS, ctrl_rate=0.5, bad_rate=0.0,
+        verilog, sw = measure._build(P, 3, 2, "int32", "fred")
+        cfg = dict(measure._base_config(sw, phases), rounds=SWITCH_ROUNDS, ctrl_rate=0.5, bad_rate=0.0,
                    skew=40, idle=0.2, stall=0.3, rx_credits=[8, 8, 8, 2], credit_delay=12,
                    starve=0.01, starve_len=60, bound=20_000, max_cycles=1_000_000)
         for s in range(SWITCH_SEEDS):

@@ -33,7 +33,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from fred.hdl.physical.area_hier import module_tree, port_stub
+from fred.hdl.physical import module_tree, port_stub
 
 __all__ = ["lint", "lint_modules", "WAIVERS", "LintError"]
 

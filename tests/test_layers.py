@@ -246,6 +246,40 @@ def test_every_unit_has_a_tier_and_folders_stay_small():
             _tier(unit(name))
 
 
+def private_imports(name: str, tree: ast.AST | None = None) -> list[str]:
+    """The imports of module ``name`` that reach into another subpackage's private file for a
+    name (``from fred.model.training.estimate import estimate`` instead of ``from
+    fred.model.training import estimate``); importing a submodule itself is fine."""
+    path, _ = MODULES[name]
+    tree = tree or ast.parse(path.read_text(), str(path))
+    own = unit(name)
+    bad = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module):
+            continue
+        target = unit(node.module)
+        if target is None or target == own or node.module == target or target not in MODULES:
+            continue   # not a subpackage (a top module of a layer), its own, or the subpackage itself
+        if not MODULES[target][1]:
+            continue   # a module at a layer's top, not a subpackage
+        if all(f"{node.module}.{a.name}" in MODULES for a in node.names):
+            continue
+        bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: from {node.module} import ... "
+                   f"(import it from {target})")
+    return bad
+
+
+def test_callers_import_from_the_subpackage():
+    bad = [b for name in MODULES for b in private_imports(name)]
+    assert not bad, "names imported from a subpackage's private file:\n" + "\n".join(bad)
+
+
+def test_private_import_rule_sees_what_it_checks():
+    tree = ast.parse("from fred.model.training.estimate import estimate\n"
+                     "from fred.model.training import scan\n")
+    assert len(private_imports("fred.cli", tree)) == 1
+
+
 def test_tier_rule_sees_what_it_checks(monkeypatch):
     """A reversed edge (schedule -> training) is reported."""
     graph = _module_graph()

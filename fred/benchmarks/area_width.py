@@ -29,7 +29,7 @@ import time
 
 from fred.contract.outputs import write_atomic
 from fred.contract.rounding import rounded
-from fred.sim.characterize.area_width import SPEC_LOGIC_FRACTION, SPEC_SWITCH_CHIPLETS_MM2, width_area
+from fred.sim.characterize import SPEC_LOGIC_FRACTION, SPEC_SWITCH_CHIPLETS_MM2, width_area
 
 __all__ = ["main", "table", "runs", "publish", "compare_timing_file", "embed", "KEYS"]
 

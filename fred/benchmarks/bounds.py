@@ -14,12 +14,12 @@ import pathlib
 
 from fred.commands.collective import fmt_time
 from fred.contract.outputs import write_atomic
-from fred.model.collectives.bounds import lower_bound, port_bound, ring_time
-from fred.model.collectives.api import collective_time
-from fred.model.network.from_yaml import parse_network_yaml
-from fred.model.collectives.groups import groups, parse_strategy
-from fred.model.system.params import FABRICS, GiB, MiB
-from fred.model.network.topology import build_fabric
+from fred.model.collectives import lower_bound, port_bound, ring_time
+from fred.model.collectives import collective_time
+from fred.model.network import parse_network_yaml
+from fred.model.collectives import groups, parse_strategy
+from fred.model.system import FABRICS, GiB, MiB
+from fred.model.network import build_fabric
 
 __all__ = ["main", "closed_form_rows", "size_rows", "chakra_rows", "placement_report", "WAFER_OPS", "WAFER_SIZES"]
 
@@ -101,7 +101,7 @@ def size_rows(sizes=SWEEP_SIZES):
 def chakra_rows(directory=None, bw=50.0, lat=500.0):
     """Each ASTRA-sim microbenchmark on a Ring of its NPU count (bw GB/s, lat ns) and a Switch
     (``directory``: default :data:`SHARED_ET`, read when called)."""
-    from fred.model.inputs.chakra_et import load_chakra, run_chakra
+    from fred.model.inputs import load_chakra, run_chakra
 
     directory = SHARED_ET if directory is None else directory
     rows = []

@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 
 from fred.commands.timing import format_clock
-from fred.model.system.timing import SWITCH_CLOCK_HZ
-from fred.sim.characterize.clock import measure_clock
+from fred.model.system import SWITCH_CLOCK_HZ
+from fred.sim.characterize import measure_clock
 
 
 def main() -> None:

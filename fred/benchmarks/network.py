@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import time
 
-from fred.model.collectives.api import collective_time
-from fred.model.system.params import FABRICS, GiB, MESH_LINK_BW, LINK_LATENCY, NPU_NET_BW, default_params
-from fred.model.network.topology import build_fabric, mesh2d, ring, tree2
+from fred.model.collectives import collective_time
+from fred.model.system import FABRICS, GiB, MESH_LINK_BW, LINK_LATENCY, NPU_NET_BW, default_params
+from fred.model.network import build_fabric, mesh2d, ring, tree2
 
 
 class _T:
@@ -71,7 +71,7 @@ def main(argv=None) -> int:
     dp = [list(range(j, 1024, 32)) for j in range(32)]
 
     def both():
-        from fred.model.collectives.flowsim import Sim
+        from fred.model.collectives import Sim
         sim = Sim(topo)
         x = sim.collective("all-reduce", mp, GiB, label="mp")
         y = sim.collective("all-reduce", dp, GiB, label="dp")

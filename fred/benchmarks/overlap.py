@@ -11,9 +11,9 @@ per-run difference. ``python -m fred.bench overlap`` runs both and prints the co
 from __future__ import annotations
 
 from fred.model.system import params as P
-from fred.model.collectives.flowsim import Sim
-from fred.model.network.topology import single_switch
-from fred.sim.characterize.overlap import default_switch_figures, measure_overlap
+from fred.model.collectives import Sim
+from fred.model.network import single_switch
+from fred.sim.characterize import default_switch_figures, measure_overlap
 
 __all__ = ["model_overlap", "proposed_delays", "tolerance", "compare_overlap", "main"]
 

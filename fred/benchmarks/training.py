@@ -39,7 +39,7 @@ def _cpu_note(cpu, runner) -> str:
 
 def main():
     from fred.commands.sweep import summary, sweep
-    from fred.model.training.estimate import estimate_table
+    from fred.model.training import estimate_table
 
     t0, c0 = time.perf_counter(), time.process_time()
     rows = estimate_table()
@@ -70,7 +70,7 @@ def scale_out():
     """``fred scan`` (default grid) and the Transformer-1T sweep on a local Dask cluster."""
     from fred.commands.sweep import sweep
     from fred.jobs import JobRunner
-    from fred.model.training.scan import k_grid, scan
+    from fred.model.training import k_grid, scan
 
     ks = k_grid()
     t0 = time.perf_counter()

@@ -34,7 +34,7 @@ TARGETS = {
 
 def top_module(text: str) -> str:
     """The module of ``text`` that no other module instantiates."""
-    from fred.hdl.physical.area_hier import module_tree
+    from fred.hdl.physical import module_tree
 
     bodies, children = module_tree(text)
     used = {c for ch in children.values() for c in ch}

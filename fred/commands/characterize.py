@@ -20,7 +20,7 @@ MAX_AREA_LANES = 1024
 
 def add_arguments(p):
     from fred.hdl.dtypes import dtype_names
-    from fred.sim.characterize.run import DEFAULTS
+    from fred.sim.characterize import DEFAULTS
 
     from .options import ListOption, choice, integer
     from .sim import MAX_SEED
@@ -67,8 +67,8 @@ def add_arguments(p):
 
 def _check(args):
     """Rules across options, before any work: the chiplets as fabrics, the switch options."""
-    from fred.hdl.fabric.recursive import check_fabric_params
-    from fred.sim.characterize.run import DEFAULTS
+    from fred.hdl.fabric import check_fabric_params
+    from fred.sim.characterize import DEFAULTS
 
     from .options import refuse_unused
 
@@ -111,7 +111,7 @@ def run(args):
     from fred import progress
     from fred.contract.outputs import check_output_path
     from fred.contract.timing import write_timing
-    from fred.sim.characterize.run import characterize
+    from fred.sim.characterize import characterize
 
     from .sim import env_seed
 

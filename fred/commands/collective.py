@@ -50,19 +50,19 @@ def _fmt_group(g) -> str:
 
 
 def _fabric(text):
-    from fred.model.system.params import canonical_fabric
+    from fred.model.system import canonical_fabric
 
     return "all" if text.strip().lower() == "all" else canonical_fabric(text)
 
 
 def _op(text):
-    from fred.model.collectives.algorithms import canonical_op
+    from fred.model.collectives import canonical_op
 
     return canonical_op(text)
 
 
 def _algorithm(text):
-    from fred.model.collectives.algorithms import canonical_algorithm
+    from fred.model.collectives import canonical_algorithm
 
     return canonical_algorithm(text)
 
@@ -175,11 +175,11 @@ def model_bytes(args, groups) -> int:
 
 
 def _topologies(args, timing=None):
-    from fred.model.system.params import FABRICS, default_params
-    from fred.model.network.topology import build_fabric
+    from fred.model.system import FABRICS, default_params
+    from fred.model.network import build_fabric
 
     if args.network:
-        from fred.model.network.from_yaml import load_network_yaml  # (PyYAML: only for --network)
+        from fred.model.network import load_network_yaml  # (PyYAML: only for --network)
 
         spec = load_network_yaml(args.network)
         if args.gb_bytes is not None:
@@ -201,7 +201,7 @@ def _topologies(args, timing=None):
 
 def _groups(args, topo):
     """(groups, strategy text or None), every group of at least 2 NPUs (1 for the I/O ops)."""
-    from fred.model.collectives.groups import format_strategy, groups, parse_group, parse_strategy
+    from fred.model.collectives import format_strategy, groups, parse_group, parse_strategy
 
     least = 1 if args.op in SINGLE_NPU_OPS else 2
     if args.strategy:
@@ -264,7 +264,7 @@ def run(args):
     timing = None
     if args.timing:
         from fred.contract.timing import load_timing
-        from fred.model.system.timing import switch_timing
+        from fred.model.system import switch_timing
 
         timing = switch_timing(load_timing(None if args.timing == "default" else args.timing))
     if args.chakra:
@@ -275,7 +275,7 @@ def run(args):
         if args.root is not None and args.root >= topo.npus:
             raise ValueError(f"--root {args.root} is not an NPU of {topo.name} (0..{topo.npus - 1})")
         plan.append((topo, groups, strat, model_bytes(args, groups)))
-    from fred.model.collectives.api import collective_time
+    from fred.model.collectives import collective_time
 
     rows = []
     for topo, groups, strat, nb in plan:

@@ -21,8 +21,8 @@ def check(args) -> None:
 
 
 def run(args, topo, timing) -> list[dict]:
-    from fred.model.collectives.bounds import FACTORS, port_bound
-    from fred.model.inputs.chakra_et import load_chakra, run_chakra
+    from fred.model.collectives import FACTORS, port_bound
+    from fred.model.inputs import load_chakra, run_chakra
 
     trace = load_chakra(args.chakra)
     rows = run_chakra(trace, topo, algorithm=args.algorithm, chunks=args.chunks, timing=timing)

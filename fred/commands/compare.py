@@ -49,7 +49,7 @@ def add_arguments(p):
 def _check(args):
     """Rules across options, before any work: every design generated in reasonable time."""
     from fred.hdl.dtypes import get_dtype
-    from fred.hdl.fabric.recursive import MAX_RTL_WORK, check_fabric_params
+    from fred.hdl.fabric import MAX_RTL_WORK, check_fabric_params
 
     from .options import refuse_unused
 
@@ -75,10 +75,10 @@ def compare(ports=(4, 8, 12), *, middle=3, lanes=4, sim_lanes=1, dtype="fp16", b
             sim=True, progress=None) -> list:
     """Rows (dicts) of the comparison; see the module docstring. ``progress(what)``, if given,
     is called as each step (an area run, a throughput run) starts."""
-    from fred.hdl.physical.area import synth_area
+    from fred.hdl.physical import synth_area
     from fred.hdl.crossbar import Crossbar
     from fred.hdl.dtypes import get_dtype
-    from fred.hdl.netlist.structure import cell_counts
+    from fred.hdl.netlist import cell_counts
     from fred.hdl.verilog import emit
 
     get_dtype(dtype)
@@ -93,7 +93,7 @@ def compare(ports=(4, 8, 12), *, middle=3, lanes=4, sim_lanes=1, dtype="fp16", b
             row = {"ports": P, "design": design, "lanes": lanes, "dtype": dtype}
             say(f"P={P} {design}: yosys area ({lanes} lanes)")
             if design == "fred":
-                from fred.sim.characterize.fabric import fabric_verilog
+                from fred.sim.characterize import fabric_verilog
                 text = fabric_verilog(P, middle, lanes, dtype)
                 cc = cell_counts(P, middle)
                 row["adders_per_lane"] = cc["R"] + cc["RD"]
@@ -116,7 +116,7 @@ def compare(ports=(4, 8, 12), *, middle=3, lanes=4, sim_lanes=1, dtype="fp16", b
 def _throughput(design, P, middle, lanes, dtype, beats, seed):
     kinds = ("all-reduce", "reduce")
     if design == "fred":
-        from fred.sim.characterize.fabric import kind_flows, run_fabric
+        from fred.sim.characterize import kind_flows, run_fabric
         import random
 
         rng = random.Random(seed)
@@ -128,7 +128,7 @@ def _throughput(design, P, middle, lanes, dtype, beats, seed):
             out[k] = min(list(ph["out_rate"].values()) + list(ph["in_rate"].values()))
             out[k + "_latency"] = ph["latency"]["max"]
         return out
-    from fred.sim.benches.crossbar import default_flows, measure_crossbar
+    from fred.sim.benches import default_flows, measure_crossbar
 
     variant = design.split("-")[1]
     out = {}

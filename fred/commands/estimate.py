@@ -29,21 +29,21 @@ MAX_STREAM_STEPS = 256     # simulated folds per weight-streaming pass (64 take 
 
 def _npu(text):
     from fred.contract.checks import check_choice
-    from fred.model.workload.compute import NPU_PRESETS
+    from fred.model.workload import NPU_PRESETS
 
     return check_choice("--npu", text, tuple(NPU_PRESETS))
 
 
 def _memory(text):
     from fred.contract.checks import check_choice
-    from fred.model.workload.memory import CHOICES
+    from fred.model.workload import CHOICES
 
     return check_choice("--memory", text, CHOICES)
 
 
 def add_hardware_arguments(p):
-    from fred.model.workload.compute import DEFAULT_NPU, NPU_PRESETS, UTILISATION
-    from fred.model.workload.memory import CHOICES, DEFAULT_POLICY
+    from fred.model.workload import DEFAULT_NPU, NPU_PRESETS, UTILISATION
+    from fred.model.workload import CHOICES, DEFAULT_POLICY
 
     from .options import choice, integer, name, number
 
@@ -98,7 +98,7 @@ def hardware_from_args(args):
     from fred import FredError
 
     from fred.model.workload import compute as C
-    from fred.model.system.params import GB, NS, TB, default_params
+    from fred.model.system import GB, NS, TB, default_params
 
     p = default_params()
     ch = {}
@@ -116,7 +116,7 @@ def hardware_from_args(args):
         ch["bit_error_rate"] = args.bit_error_rate
     if getattr(args, "timing", None):
         from fred.contract.timing import load_timing
-        from fred.model.system.timing import switch_timing
+        from fred.model.system import switch_timing
 
         clock = args.switch_ghz * 1e9 if getattr(args, "switch_ghz", None) is not None else None
         ch["switch"] = switch_timing(load_timing(None if args.timing == "default" else args.timing),
@@ -144,7 +144,7 @@ def hardware_from_args(args):
     npu = base.replace(**n) if n else base
     gran = {}
     if hasattr(args, "memory"):
-        from fred.model.workload.memory import DEFAULT_POLICY, check_policy
+        from fred.model.workload import DEFAULT_POLICY, check_policy
         gran["memory"] = check_policy(args.memory or DEFAULT_POLICY)
     for opt, key in (("granularity", "granularity"), ("stream_steps", "stream_steps")):
         v = getattr(args, opt, None)
@@ -156,13 +156,13 @@ def hardware_from_args(args):
 
 
 def _workload(text):
-    from fred.model.workload.loader import workload_ref
+    from fred.model.workload import workload_ref
 
     return workload_ref(text)
 
 
 def _fabric(text):
-    from fred.model.system.params import canonical_fabric
+    from fred.model.system import canonical_fabric
 
     return canonical_fabric(text)
 
@@ -203,7 +203,7 @@ def add_arguments(p):
 def check_microbatches(workloads, microbatches, samples) -> None:
     """--microbatches of at most the samples per replica of every workload (a microbatch holds
     at least one sample), before any simulation."""
-    from fred.model.workload.loader import list_workloads, load_workload
+    from fred.model.workload import list_workloads, load_workload
 
     if microbatches is None:
         return
@@ -218,7 +218,7 @@ def check_microbatches(workloads, microbatches, samples) -> None:
 def check_mode_options(workloads, mode, granularity, stream_steps) -> None:
     """--granularity shapes weight-stationary runs and --stream-steps weight-streaming ones:
     each is refused when no selected workload runs in its mode (before any simulation)."""
-    from fred.model.workload.loader import list_workloads, load_workload
+    from fred.model.workload import list_workloads, load_workload
 
     if granularity is None and stream_steps is None:
         return
@@ -240,7 +240,7 @@ def memory_cell(e) -> str:
 
 
 def npu_line(npu) -> str:
-    from fred.model.workload.compute import UTILISATION, UTILISATION_SOURCE
+    from fred.model.workload import UTILISATION, UTILISATION_SOURCE
 
     util = (UTILISATION_SOURCE if npu.utilisation == UTILISATION else f"{npu.utilisation:g} of peak (command line)")
     return (f"NPU: {npu.source}; utilisation {util}; sustained {npu.flops / 1e12:.0f} TFLOP/s, "
@@ -248,7 +248,7 @@ def npu_line(npu) -> str:
 
 
 def format_table(rows, timing_source, npu=None) -> str:
-    from fred.model.system.params import variant
+    from fred.model.system import variant
 
     out = [f"switch timing: {timing_source}"]
     if npu is not None:
@@ -280,7 +280,7 @@ _NOT_FOR_TRACES = (("workload", "--workload"), ("microbatches", "--microbatches"
 
 
 def format_trace_table(rows, timing_source) -> str:
-    from fred.model.system.params import variant
+    from fred.model.system import variant
 
     out = [f"switch timing: {timing_source}"]
     seen = []
@@ -322,7 +322,7 @@ def estimate_result(e) -> dict:
 
 
 def npu_json(npu) -> dict:
-    from fred.model.workload.compute import UTILISATION_SOURCE
+    from fred.model.workload import UTILISATION_SOURCE
 
     return {"name": npu.name, "peak_flops_per_s": npu.peak_flops, "utilisation": npu.utilisation,
             "utilisation_default_source": UTILISATION_SOURCE, "hbm_bandwidth_Bps": npu.hbm_bw,
@@ -331,7 +331,7 @@ def npu_json(npu) -> dict:
 
 def check_strategy(text, params) -> None:
     """--strategy parses and uses every NPU of the wafer (before any work)."""
-    from fred.model.collectives.groups import parse_strategy
+    from fred.model.collectives import parse_strategy
 
     if text is not None:
         try:
@@ -341,7 +341,7 @@ def check_strategy(text, params) -> None:
 
 
 def _run_trace(args):
-    from fred.model.training.trace_estimate import DEFAULT_CLOCK_GHZ, trace_table
+    from fred.model.training import DEFAULT_CLOCK_GHZ, trace_table
 
     from .options import refuse_unused
 
@@ -378,7 +378,7 @@ def links_line(params) -> str:
 def run(args):
     from fred import progress
     from fred.contract.outputs import check_output_path
-    from fred.model.training.estimate import FABRIC_ORDER, estimate_table, resolve_fabrics, resolve_workloads
+    from fred.model.training import FABRIC_ORDER, estimate_table, resolve_fabrics, resolve_workloads
     from fred.model.plots import PLOT_SUFFIXES
 
     from .options import refuse_unused

@@ -20,7 +20,7 @@ ROOTED = ("reduce", "multicast", "broadcast", "gather", "scatter")
 
 
 def _collective(text):
-    from fred.hdl.netlist.flows import COLLECTIVES
+    from fred.hdl.netlist import COLLECTIVES
 
     key = str(text).strip().lower().replace("_", "-")
     if key not in COLLECTIVES:
@@ -89,7 +89,7 @@ def _check(args):
 
 def _study(args):
     from fred import progress
-    from fred.hdl.routing.study import DEFAULT_PORTS, DEFAULT_SAMPLES, format_study, study, study_json
+    from fred.hdl.routing import DEFAULT_PORTS, DEFAULT_SAMPLES, format_study, study, study_json
 
     samples = DEFAULT_SAMPLES if args.samples is None else args.samples
     seed = 1 if args.seed is None else args.seed
@@ -113,8 +113,8 @@ def run(args):
     _check(args)
     if args.study:
         return _study(args)
-    from fred.hdl.netlist.flows import Phase, expand, parse_ports, validate_flows
-    from fred.hdl.routing.compiler import route, route_phases
+    from fred.hdl.netlist import Phase, expand, parse_ports, validate_flows
+    from fred.hdl.routing import route, route_phases
 
     middle = 3 if args.middle is None else args.middle
     if args.collective:
@@ -134,7 +134,7 @@ def run(args):
             raise ValueError(f"--flow: {exc}") from None
         results = [(Phase("flows", flows), route(args.ports, middle, flows))]
     if args.json:
-        from fred.hdl.fabric.config_image import annotate
+        from fred.hdl.fabric import annotate
 
         from .jsonout import document, dumps
 

@@ -18,7 +18,7 @@ MAX_POINTS = 100
 def add_arguments(p):
     from fred.commands.estimate import MAX_MICROBATCHES, MAX_SAMPLES, _fabric, _workload, add_hardware_arguments
     from fred.jobs import add_runner_arguments
-    from fred.model.training.scan import K_MAX, K_MIN, K_POINTS, PAPER_SAMPLES_PER_REPLICA
+    from fred.model.training import K_MAX, K_MIN, K_POINTS, PAPER_SAMPLES_PER_REPLICA
 
     from .options import ListOption, choice, integer, number
 
@@ -60,7 +60,7 @@ def _k(k):
 
 
 def _disp(f):
-    from fred.model.system.params import variant
+    from fred.model.system import variant
     return variant(f).display
 
 
@@ -84,7 +84,7 @@ def format_header(r, run_info="") -> list:
 
 
 def format_paper_cells(r) -> list:
-    from fred.model.training.scan import PAPER_BAND, REFINE_RTOL
+    from fred.model.training import PAPER_BAND, REFINE_RTOL
 
     if not r.paper_cells:
         return []
@@ -107,7 +107,7 @@ def format_paper_cells(r) -> list:
 
 
 def format_crossover(r) -> list:
-    from fred.model.training.scan import SAVINGS
+    from fred.model.training import SAVINGS
 
     if not r.crossovers:
         return []
@@ -192,8 +192,8 @@ def run(args):
 
     from fred.commands.estimate import check_microbatches, check_mode_options, hardware_from_args
     from fred.jobs import runner_from_args
-    from fred.model.training.estimate import resolve_workloads
-    from fred.model.training.scan import PAPER_SAMPLES_PER_REPLICA, k_grid, scan, to_json
+    from fred.model.training import resolve_workloads
+    from fred.model.training import PAPER_SAMPLES_PER_REPLICA, k_grid, scan, to_json
 
     if args.plot is not None:
         from fred.contract.outputs import check_output_path

@@ -160,8 +160,8 @@ def run(args):
 
     from pathlib import Path
 
-    from fred.hdl.cells.microswitches import CELL_CLASSES, check_cell_params
-    from fred.sim.benches.cells import representative_modes, run_cell_regression
+    from fred.hdl.cells import CELL_CLASSES, check_cell_params
+    from fred.sim.benches import representative_modes, run_cell_regression
 
     check_cell_params(args.kind, middle, args.lanes, args.dtype)
     modes = (CELL_CLASSES[args.kind].all_modes(middle) if args.all_modes

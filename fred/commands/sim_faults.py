@@ -46,9 +46,9 @@ def fault_table(r: dict, base: dict, args) -> str:
 
 def run_faults_command(args):
     from fred import progress
-    from fred.sim.faults.bench import PHASE_KINDS
-    from fred.sim.faults.inject import FAULT_KINDS
-    from fred.sim.characterize.faults import run_faults
+    from fred.sim.faults import PHASE_KINDS
+    from fred.sim.faults import FAULT_KINDS
+    from fred.sim.characterize import run_faults
 
     from . import jsonout
 

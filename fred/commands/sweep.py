@@ -34,8 +34,8 @@ def sweep_job(job):
     estimate, or ``error`` when the strategy does not fit."""
     from fred import FredError
 
-    from fred.model.training.estimate import estimate
-    from fred.model.collectives.groups import format_strategy
+    from fred.model.training import estimate
+    from fred.model.collectives import format_strategy
 
     w, f, abc, m, rule, p, npu, kw = job
     try:
@@ -46,7 +46,7 @@ def sweep_job(job):
 
 
 def _job_label(job):
-    from fred.model.collectives.groups import format_strategy
+    from fred.model.collectives import format_strategy
 
     return f"{job[0].name} {format_strategy(job[2])} on {job[1]}"
 
@@ -60,10 +60,10 @@ def sweep(workload="transformer-17b", fabrics=("mesh", "fred-d"), rule=40, *, pa
     process; the CLI passes :meth:`fred.jobs.JobRunner.map`); the result is the same either way."""
     from fred import FredError
 
-    from fred.model.training.estimate import resolve_fabrics
-    from fred.model.collectives.groups import all_strategies
-    from fred.model.system.params import default_params
-    from fred.model.workload.loader import load_workload, sweep_microbatches
+    from fred.model.training import resolve_fabrics
+    from fred.model.collectives import all_strategies
+    from fred.model.system import default_params
+    from fred.model.workload import load_workload, sweep_microbatches
 
     if rule not in (16, 40):
         raise FredError(f"minibatch rule must be 16 or 40 (DP x N), got {rule!r}")
@@ -129,7 +129,7 @@ def summary(results, fabric="fred-d"):
 
 def format_sweep(results, summ, timing_source, workload, rule, npu=None) -> str:
     from fred.commands.estimate import memory_cell, npu_line
-    from fred.model.system.params import variant
+    from fred.model.system import variant
 
     lines = [f"switch timing: {timing_source}"] + ([npu_line(npu)] if npu is not None else []) + [
              f"{workload}: every MP x DP x PP = 20 strategy, minibatch = DP x {rule}; times per sample in microseconds; "

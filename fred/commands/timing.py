@@ -14,7 +14,7 @@ MAX_SEED = 2**31 - 1
 
 def add_arguments(p):
     from fred.hdl.dtypes import dtype_names
-    from fred.sim.characterize.clock import CLOCK_DEFAULTS as D
+    from fred.sim.characterize import CLOCK_DEFAULTS as D
 
     from .options import ListOption, choice, integer, name
     from .verilog import _dtype
@@ -53,7 +53,7 @@ def _check(args):
     if not args.fabric_ports:
         refuse_unused("--fpga-fabric-lanes", args.fpga_fabric_lanes, "does not apply with --fabric-ports 0")
     if args.fabric_ports:
-        from fred.hdl.fabric.recursive import check_fabric_params
+        from fred.hdl.fabric import check_fabric_params
 
         check_fabric_params(args.fabric_ports, 3, args.lanes, "fp16")
 
@@ -85,7 +85,7 @@ def run(args):
     from fred import progress
     from fred.contract.outputs import check_output_path
     from fred.contract.timing import load_timing, write_timing
-    from fred.sim.characterize.clock import CLOCK_DEFAULTS, measure_clock
+    from fred.sim.characterize import CLOCK_DEFAULTS, measure_clock
 
     check_output_path("--output", args.output)
     _check(args)

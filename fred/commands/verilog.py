@@ -92,7 +92,7 @@ def _arguments(p, target):
         p.add_argument("--name", type=_Name, default=None, metavar="NAME",
                        help="top module name (default fred<M>_p<P>)")
     elif target == "switch":
-        from fred.hdl.switch.top import FABRICS, PAPER_CTRL_DEPTH, PAPER_DATA_DEPTH, PAPER_MAX_LEN, TABLE_BUDGET_BYTES
+        from fred.hdl.switch import FABRICS, PAPER_CTRL_DEPTH, PAPER_DATA_DEPTH, PAPER_MAX_LEN, TABLE_BUDGET_BYTES
 
         _common(p, ports=True, middle=True)
         _form(p, "flat")
@@ -123,7 +123,7 @@ def _arguments(p, target):
 
 
 def _form(p, narrow):
-    from fred.hdl.fabric.hier import AUTO_HIER_LANES, FORMS
+    from fred.hdl.fabric import AUTO_HIER_LANES, FORMS
 
     p.add_argument("--form", choices=("auto",) + FORMS, default="auto",
                    help=f"Verilog form: flat (every instance its own module), shared (one module "
@@ -158,7 +158,7 @@ def add_arguments(parser):
 def check(args) -> None:
     """Rules across options (each option's own range is checked while parsing): the size of
     what would be generated, the packet against its buffer."""
-    from fred.hdl.fabric.recursive import MAX_RTL_WORK, check_fabric_params
+    from fred.hdl.fabric import MAX_RTL_WORK, check_fabric_params
     from fred.hdl.dtypes import get_dtype
 
     from .options import refuse_unused
@@ -168,7 +168,7 @@ def check(args) -> None:
         refuse_unused("--middle", args.middle, "does not apply to rd (the RD cell is always 2 x 2)")
         args.middle = 2
     if t in ("fabric", "switch"):
-        from fred.hdl.fabric.hier import resolve_form
+        from fred.hdl.fabric import resolve_form
 
         check_fabric_params(args.ports, args.middle, args.lanes, args.dtype,
                             resolve_form(t, args.lanes, args.form))
@@ -182,7 +182,7 @@ def check(args) -> None:
             raise ValueError(f"--fabric ideal adds lanes as integers: it needs --dtype int32, "
                              f"not {args.dtype}")
         if args.table_bytes is None:
-            from fred.hdl.switch.top import TABLE_BUDGET_BYTES
+            from fred.hdl.switch import TABLE_BUDGET_BYTES
 
             args.table_bytes = TABLE_BUDGET_BYTES
     if t == "crossbar":

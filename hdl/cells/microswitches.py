@@ -82,7 +82,7 @@ from amaranth.lib.wiring import In, Out
 
 from fred.hdl.adders import VectorAdder, adder_latency
 from fred.hdl.dtypes import get_dtype
-from fred.hdl.netlist.modes import DMode, RDMode, RMode
+from fred.hdl.netlist import DMode, RDMode, RMode
 from fred.hdl.params import check_lanes, check_middle, rejecting
 
 __all__ = ["RCell", "DCell", "RDCell", "cell_latency", "stream_signature", "FAULTS",

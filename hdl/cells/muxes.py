@@ -17,7 +17,7 @@ from fred.contract.checks import check_int
 
 from .microswitches import stream_signature
 from fred.hdl.dtypes import get_dtype
-from fred.hdl.netlist.modes import DemuxMode, MuxMode
+from fred.hdl.netlist import DemuxMode, MuxMode
 from fred.hdl.params import check_lanes, check_middle, rejecting
 
 __all__ = ["DemuxCell", "MuxCell", "sel_width"]

@@ -70,13 +70,13 @@ from amaranth.hdl import Module, Shape
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from fred.hdl.cells.microswitches import FAULTS, DCell, RCell, RDCell, stream_signature
+from fred.hdl.cells import FAULTS, DCell, RCell, RDCell, stream_signature
 from fred.hdl.dtypes import get_dtype
 from .hier import FORMS, LaneAdders, emit_modules, resolve_form, instantiate, plain_signature
-from fred.hdl.netlist.modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode
-from fred.hdl.cells.muxes import DemuxCell, MuxCell, sel_width
+from fred.hdl.netlist import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode
+from fred.hdl.cells import DemuxCell, MuxCell, sel_width
 from fred.hdl.params import check_lanes, check_ports, rejecting
-from fred.hdl.netlist.structure import check_params, child_ports, depth, stages, total_cells
+from fred.hdl.netlist import check_params, child_ports, depth, stages, total_cells
 
 __all__ = ["Fabric", "config_layout", "config_width", "config_bits", "fabric_latency",
            "check_fabric_params", "MAX_RTL_PORTS", "MAX_RTL_WORK", "verilog_build", "RD_CONFIG_WIDTH",

@@ -14,9 +14,9 @@ misreading of a mode in one does not hide in both.
 
 from __future__ import annotations
 
-from fred.hdl.netlist.modes import RDMode
+from fred.hdl.netlist import RDMode
 from .result import ReduceStep
-from fred.hdl.netlist.structure import Netlist, Pin
+from fred.hdl.netlist import Netlist, Pin
 
 __all__ = ["trace", "check_and_trees", "broadcast_cells"]
 

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from fred.hdl.netlist.flows import Phase, validate_flows
-from fred.hdl.netlist.modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode, idle_mode
+from fred.hdl.netlist import Phase, validate_flows
+from fred.hdl.netlist import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode, idle_mode
 from .check import broadcast_cells, check_and_trees, trace
 from .result import ReduceStep, RoutingResult
 from .search import FAST_BUDGET, NODE_BUDGET, RoutingError, search
-from fred.hdl.netlist.structure import check_params, netlist, stages
+from fred.hdl.netlist import check_params, netlist, stages
 
 __all__ = ["RoutingError", "RoutingResult", "ReduceStep", "route", "route_phases", "routable",
            "trace", "NODE_BUDGET", "FAST_BUDGET"]

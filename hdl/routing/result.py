@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from fred.hdl.netlist.flows import format_ports
-from fred.hdl.netlist.modes import CellAddr, idle_mode, mode_str, mode_to_json, path_name
-from fred.hdl.netlist.structure import Netlist
+from fred.hdl.netlist import format_ports
+from fred.hdl.netlist import CellAddr, idle_mode, mode_str, mode_to_json, path_name
+from fred.hdl.netlist import Netlist
 
 __all__ = ["ReduceStep", "RoutingResult"]
 

@@ -25,8 +25,8 @@ import sys
 
 from fred import FredError
 
-from fred.hdl.netlist.modes import path_name
-from fred.hdl.netlist.structure import depth, instance_ports
+from fred.hdl.netlist import path_name
+from fred.hdl.netlist import depth, instance_ports
 
 __all__ = ["RoutingError", "NODE_BUDGET", "FAST_BUDGET", "PathCSP", "top_down", "search"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from fred.hdl.netlist.flows import Flow
+from fred.hdl.netlist import Flow
 from .compiler import routable
 
 __all__ = ["strategies", "paper_placement", "phases", "study", "format_study", "StudyRow",

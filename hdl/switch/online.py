@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, Value
 
-from fred.hdl.fabric.recursive import config_layout, config_bits
-from fred.hdl.netlist.modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode, idle_mode
-from fred.hdl.netlist.structure import child_ports, netlist
-from fred.hdl.cells.microswitches import DCell, RCell
+from fred.hdl.fabric import config_layout, config_bits
+from fred.hdl.netlist import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode, idle_mode
+from fred.hdl.netlist import child_ports, netlist
+from fred.hdl.cells import DCell, RCell
 
 __all__ = ["online_modes", "online_config", "OnlineRouter", "check_online_middle"]
 

@@ -75,14 +75,14 @@ from fred.contract.checks import check_int
 from fred.contract.packet import DEFAULT_PHASE, HEADER_BITS, ONLINE_HEADER_BITS, fseq_bits_for
 
 from fred.hdl.dtypes import get_dtype
-from fred.hdl.fabric.hier import emit_modules, input_bits, instantiate, resolve_form
+from fred.hdl.fabric import emit_modules, input_bits, instantiate, resolve_form
 from .linkcheck import LinkRx, LinkTx, wire_layout
 from .poison import poison_rounds
 from .seqalign import align, outputs
-from fred.hdl.fabric.recursive import MAX_MODULE_PORT_BITS, Fabric, config_bits
+from fred.hdl.fabric import MAX_MODULE_PORT_BITS, Fabric, config_bits
 from fred.hdl.params import check_lanes, rejecting
-from fred.hdl.routing.compiler import route
-from fred.hdl.netlist.structure import check_params
+from fred.hdl.routing import route
+from fred.hdl.netlist import check_params
 from .buffers import InputPort, header_bits, link_layout
 from .control import (OutputPort, PhaseTable, TableLayout, TABLE_BUDGET_BYTES,
                              default_capacity)

@@ -39,7 +39,7 @@ import numpy as np
 
 from .multidim import best_algorithm, in_switch_plan, multi_ring_plan
 from .phases import Ring, Shift, Trees, Unicasts
-from fred.model.network.taskgraph import TaskGraph
+from fred.model.network import TaskGraph
 
 __all__ = ["OPS", "ALGORITHMS", "DEFAULT_CHUNKS", "canonical_op", "canonical_algorithm", "default_algorithm",
            "build_plan", "io_tree_order"]

@@ -27,8 +27,8 @@ from .algorithms import build_plan, canonical_op, io_tree_order
 from .chunking import auto_chunks
 from .phases import Builder, merge_plans, run_plan
 from .groups import parse_group
-from fred.model.network.taskgraph import TaskGraph, check_bytes
-from fred.model.network.topology import resolve
+from fred.model.network import TaskGraph, check_bytes
+from fred.model.network import resolve
 
 __all__ = ["expand", "collective_time", "CollectiveResult", "io_tree_load", "io_rate_bound"]
 

@@ -62,8 +62,8 @@ from __future__ import annotations
 
 from . import api as collectives
 from fred.model.network import engine
-from fred.model.network.simresult import SimResult
-from fred.model.network.taskgraph import TaskGraph, TaskId
+from fred.model.network import SimResult
+from fred.model.network import TaskGraph, TaskId
 
 __all__ = ["Sim", "SimResult", "TaskId"]
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fred.model.network.taskgraph import TaskGraph
+from fred.model.network import TaskGraph
 
 __all__ = ["Builder", "Ring", "Unicasts", "Shift", "Trees", "run_plan", "merge_plans"]
 

@@ -26,8 +26,8 @@ from google.protobuf.message import DecodeError
 from fred.contract.inputs import read_input
 
 from .chakra_schema import COMM_TYPES, NODE_TYPES, GlobalMetadata, Node
-from fred.model.collectives.api import expand
-from fred.model.collectives.flowsim import Sim
+from fred.model.collectives import expand
+from fred.model.collectives import Sim
 
 __all__ = ["EtOp", "EtTrace", "read_et_file", "load_chakra", "run_chakra", "OPS_BY_COMM_TYPE"]
 

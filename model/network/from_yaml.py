@@ -33,7 +33,7 @@ from fred.contract.checks import check_int, check_number
 from fred.contract.inputs import decode_text, input_problem, read_input
 from fred.contract.outputs import write_atomic
 
-from fred.model.system.params import GB, NS
+from fred.model.system import GB, NS
 from .graph import Topology, multidim
 
 KINDS = {"ring": "Ring", "switch": "Switch", "fullyconnected": "FullyConnected"}

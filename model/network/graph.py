@@ -21,7 +21,7 @@ from collections import deque
 
 import numpy as np
 
-from fred.model.system.timing import ZERO_SWITCH_TIMING, SwitchTiming
+from fred.model.system import ZERO_SWITCH_TIMING, SwitchTiming
 
 NODE_KINDS = ("npu", "switch", "io")
 

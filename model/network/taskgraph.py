@@ -19,7 +19,7 @@ from fred import FredError
 
 from .graph import Topology
 from .taskarrays import Block, Grow, TaskArrays
-from fred.model.system.timing import SwitchTiming
+from fred.model.system import SwitchTiming
 from .topology import resolve
 
 __all__ = ["TaskId", "DELAY", "FLOW", "TaskGraph", "TaskArrays", "check_bytes", "MAX_TASKS", "MAX_PATH_LINKS"]

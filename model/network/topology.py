@@ -18,8 +18,8 @@ import numpy as np
 
 from .graph import Topology, multidim
 from .from_yaml import load_topology
-from fred.model.system.params import FabricVariant, WaferParams, canonical_fabric, default_params, variant
-from fred.model.system.timing import SwitchTiming
+from fred.model.system import FabricVariant, WaferParams, canonical_fabric, default_params, variant
+from fred.model.system import SwitchTiming
 
 
 # ---- generic builders --------------------------------------------------------------------------

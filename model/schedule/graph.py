@@ -5,7 +5,7 @@ simulator's task ids, for the critical-path analysis (:mod:`fred.model.schedule.
 
 from __future__ import annotations
 
-from fred.model.system.params import TRAFFIC_VC, VC_PRIORITY
+from fred.model.system import TRAFFIC_VC, VC_PRIORITY
 
 
 class ScheduleGraph:

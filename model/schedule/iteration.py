@@ -74,8 +74,8 @@ from fred import FredError
 
 from fred.model.workload import compute as C
 from fred.model.workload import memory as M
-from fred.model.collectives.flowsim import Sim
-from fred.model.collectives.groups import parse_strategy
+from fred.model.collectives import Sim
+from fred.model.collectives import parse_strategy
 from .analysis import KINDS, ScheduleResult, analyse
 from .graph import ScheduleGraph
 from .layout import DEFAULT_GRANULARITY, DEFAULT_STREAM_STEPS, chunk, offload_layout, plan_layout

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from fred.model.workload import compute as C
 from fred.model.workload import memory as M
-from fred.model.collectives.groups import place
+from fred.model.collectives import place
 
 DEFAULT_GRANULARITY = 4      # DP buckets in the last microbatch's backward, per stage
 DEFAULT_STREAM_STEPS = 4     # simulated folds per weight-streaming pass (see fold_groups / fold_plan)

@@ -2,3 +2,46 @@
 switch figures read from a timing file (latency, activation, phase switch, preemption, link
 faults, packet overheads).
 """
+
+from .bit_errors import curve_from_section, goodput_at, max_bit_error_rate, packet_error
+from .packets import (
+    ACK_EVERY, FLIT_BYTES, PACKET_BYTES, control_packet_flits, data_packet_flits, link_efficiency,
+    wire_bits)
+from .params import (
+    FABRICS, FabricVariant, GB, GiB, LINK_LATENCY, MESH_LINK_BW, MiB, NPU_NET_BW, NS, TB, TRAFFIC_VC,
+    VC_PRIORITY, WaferParams, canonical_fabric, default_params, variant)
+from .timing import SWITCH_CLOCK_HZ, SwitchTiming, ZERO_SWITCH_TIMING, switch_timing
+
+__all__ = [
+    "ACK_EVERY",
+    "FABRICS",
+    "FLIT_BYTES",
+    "FabricVariant",
+    "GB",
+    "GiB",
+    "LINK_LATENCY",
+    "MESH_LINK_BW",
+    "MiB",
+    "NPU_NET_BW",
+    "NS",
+    "PACKET_BYTES",
+    "SWITCH_CLOCK_HZ",
+    "SwitchTiming",
+    "TB",
+    "TRAFFIC_VC",
+    "VC_PRIORITY",
+    "WaferParams",
+    "ZERO_SWITCH_TIMING",
+    "canonical_fabric",
+    "control_packet_flits",
+    "curve_from_section",
+    "data_packet_flits",
+    "default_params",
+    "goodput_at",
+    "link_efficiency",
+    "max_bit_error_rate",
+    "packet_error",
+    "switch_timing",
+    "variant",
+    "wire_bits",
+]

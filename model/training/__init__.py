@@ -1,3 +1,39 @@
 """Answers: the per-workload training estimate on each fabric, the strategy sweep, the NPU-speed
 scan with its crossovers, and estimates from ASTRA-sim and Chakra traces.
 """
+
+from .estimate import (
+    Estimate, FABRIC_ORDER, KINDS, PAPER_SPEEDUPS, estimate, estimate_table, resolve_fabrics,
+    resolve_workloads)
+from .scan import (
+    K_MAX, K_MIN, K_POINTS, PAPER_BAND, PAPER_SAMPLES_PER_REPLICA, REFINE_RTOL, SAVINGS, k_grid, scan,
+    to_json)
+from .trace_estimate import (
+    COMM_OPS, DEFAULT_CLOCK_GHZ, TraceEstimate, estimate_trace, resolve_strategy, trace_table)
+
+__all__ = [
+    "COMM_OPS",
+    "DEFAULT_CLOCK_GHZ",
+    "Estimate",
+    "FABRIC_ORDER",
+    "KINDS",
+    "K_MAX",
+    "K_MIN",
+    "K_POINTS",
+    "PAPER_BAND",
+    "PAPER_SAMPLES_PER_REPLICA",
+    "PAPER_SPEEDUPS",
+    "REFINE_RTOL",
+    "SAVINGS",
+    "TraceEstimate",
+    "estimate",
+    "estimate_table",
+    "estimate_trace",
+    "k_grid",
+    "resolve_fabrics",
+    "resolve_strategy",
+    "resolve_workloads",
+    "scan",
+    "to_json",
+    "trace_table",
+]

@@ -19,12 +19,12 @@ from dataclasses import asdict, dataclass, field
 from fred.contract.checks import check_int, check_number
 
 from fred.model.workload import compute as C
-from fred.model.system.params import canonical_fabric, default_params
-from fred.model.collectives.groups import format_strategy, parse_strategy
-from fred.model.workload.memory import DEFAULT_POLICY
-from fred.model.schedule.iteration import DEFAULT_GRANULARITY, DEFAULT_STREAM_STEPS, KINDS, build_and_run
-from fred.model.network.topology import build_fabric
-from fred.model.workload.loader import list_workloads, load_workload, workload_ref
+from fred.model.system import canonical_fabric, default_params
+from fred.model.collectives import format_strategy, parse_strategy
+from fred.model.workload import DEFAULT_POLICY
+from fred.model.schedule import DEFAULT_GRANULARITY, DEFAULT_STREAM_STEPS, KINDS, build_and_run
+from fred.model.network import build_fabric
+from fred.model.workload import list_workloads, load_workload, workload_ref
 
 FABRIC_ORDER = ("mesh", "fred-a", "fred-b", "fred-c", "fred-d")
 

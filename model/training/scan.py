@@ -37,7 +37,7 @@ from fred.contract.checks import check_int, check_number
 
 from fred.model.workload import compute as C
 from .estimate import FABRIC_ORDER, PAPER_SPEEDUPS, estimate, resolve_fabrics, resolve_workloads
-from fred.model.system.params import default_params
+from fred.model.system import default_params
 
 #: default scan range of k (multiples of the default NPU) and number of log-spaced points: from a
 #: quarter of an H100 to three orders of magnitude above it (ours; issue 11)

@@ -80,14 +80,14 @@ from dataclasses import asdict, dataclass, field
 
 from fred import FredError
 
-from fred.model.inputs.astra_trace import Trace, load_trace
+from fred.model.inputs import Trace, load_trace
 from .estimate import resolve_fabrics, speedup_rows
-from fred.model.collectives.flowsim import Sim
-from fred.model.collectives.groups import format_strategy, groups, parse_strategy
-from fred.model.system.params import canonical_fabric, default_params
-from fred.model.schedule.analysis import analyse
-from fred.model.schedule.graph import ScheduleGraph
-from fred.model.network.topology import build_fabric
+from fred.model.collectives import Sim
+from fred.model.collectives import format_strategy, groups, parse_strategy
+from fred.model.system import canonical_fabric, default_params
+from fred.model.schedule import analyse
+from fred.model.schedule import ScheduleGraph
+from fred.model.network import build_fabric
 
 DEFAULT_CLOCK_GHZ = 1.0
 #: ASTRA-sim comm type -> collective of fred.model.collectives.algorithms.OPS

@@ -43,8 +43,8 @@ import yaml
 from fred import FredError
 from fred.contract.inputs import decode_text, display_name, input_problem, read_input
 
-from fred.model.network.from_yaml import NumberLoader
-from fred.model.collectives.groups import parse_strategy
+from fred.model.network import NumberLoader
+from fred.model.collectives import parse_strategy
 from .fields import check_layer_list, check_resnet_shape, check_sweep_microbatches, get_field, layer_entry
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"

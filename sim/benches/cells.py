@@ -40,10 +40,10 @@ import numpy as np
 import cocotb
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
-from fred.hdl.cells.microswitches import build_cell
-from fred.hdl.netlist.modes import DMode, RDMode, RMode, mode_from_json, mode_to_json
+from fred.hdl.cells import build_cell
+from fred.hdl.netlist import DMode, RDMode, RMode, mode_from_json, mode_to_json
 from fred.hdl.verilog import emit
-from fred.sim.golden.elem import random_operands
+from fred.sim.golden import random_operands
 from fred.sim.toolchain import bench_config, bench_seed
 from . import cover as coverage
 from fred.sim.golden import cells as gc

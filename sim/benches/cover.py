@@ -41,7 +41,7 @@ from cocotb_coverage import coverage as cv
 
 from fred.contract import packet as pk
 from fred.hdl.dtypes import get_dtype
-from fred.sim.golden.elem import from_values, to_values
+from fred.sim.golden import from_values, to_values
 
 __all__ = ["enabled", "export", "report", "value_classes", "tie_mask", "sample_cell_phase",
            "sample_fabric_phase", "sample_switch", "STALLS", "FABRIC_CASES", "POINTS"]

@@ -47,7 +47,7 @@ def golden_crossbar(dtype, ports, variant, ips, beats_by_port):
 
     ``beats_by_port[k]`` is an ``(n, lanes)`` array of input k's beats.
     """
-    from fred.sim.golden.elem import add
+    from fred.sim.golden import add
 
     t = get_dtype(dtype)
     ips = sorted(ips)
@@ -90,7 +90,7 @@ def default_flows(kind: str, ports: int):
 @cocotb.test()
 async def crossbar_flows(dut):
     cfg = bench_config()
-    from fred.sim.golden.elem import random_operands
+    from fred.sim.golden import random_operands
 
     P, lanes, dtype, variant = cfg["ports"], cfg["lanes"], cfg["dtype"], cfg["variant"]
     flows = [(list(a), list(b)) for a, b in cfg["flows"]]

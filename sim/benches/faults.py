@@ -19,7 +19,7 @@ import random
 import cocotb
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from fred.sim.faults.bench import BenchFailure, World
+from fred.sim.faults import BenchFailure, World
 from .streams import start
 from fred.sim.toolchain import bench_config
 

@@ -39,8 +39,8 @@ import cocotb
 from cocotb.triggers import RisingEdge
 
 from fred.contract import packet as pk
-from fred.hdl.netlist.flows import Flow
-from fred.sim.golden.switch import Offered, SwitchModel, phases_from_json
+from fred.hdl.netlist import Flow
+from fred.sim.golden import Offered, SwitchModel, phases_from_json
 from .streams import start, watchdog
 from .switch_harness import Bench
 from fred.sim.toolchain import bench_config

@@ -23,7 +23,7 @@ from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
 from fred.contract import packet as pk
 from fred.contract.link import LinkSender
-from fred.sim.golden.switch import stream_key
+from fred.sim.golden import stream_key
 from .streams import PauseGenerator, StreamDriver, StreamMonitor
 
 __all__ = ["Bench", "RANK"]

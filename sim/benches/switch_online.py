@@ -26,7 +26,7 @@ import cocotb
 from cocotb.triggers import RisingEdge
 
 from fred.contract import packet as pk
-from fred.sim.golden.switch import Offered, SwitchModel, make_online_traffic, phases_from_json
+from fred.sim.golden import Offered, SwitchModel, make_online_traffic, phases_from_json
 from .streams import start, watchdog
 from .switch_harness import Bench
 from fred.sim.toolchain import bench_config

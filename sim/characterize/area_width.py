@@ -16,16 +16,16 @@ import math
 import time
 from functools import partial
 
-from fred.hdl.physical.area_hier import AREA_SOURCES, GE_UM2, PLACEMENT_UTILIZATION, SRAM_UM2_PER_BIT, hier_area
+from fred.hdl.physical import AREA_SOURCES, GE_UM2, PLACEMENT_UTILIZATION, SRAM_UM2_PER_BIT, hier_area
 
 #: the conversions of the section that are assumptions without a source (said in the output)
 ASSUMED_UNVERIFIED = ("placement_utilization", "sram_array_efficiency")
-from fred.hdl.cells.microswitches import build_cell
+from fred.hdl.cells import build_cell
 from fred.hdl.dtypes import get_dtype
 from fred.contract.packet import HEADER_BITS
-from fred.hdl.fabric.recursive import MAX_MODULE_PORT_BITS, check_fabric_params, fabric_verilog_text
-from fred.hdl.fabric.hier import LaneAdders, emit_modules, input_bits
-from fred.hdl.switch.top import Switch
+from fred.hdl.fabric import MAX_MODULE_PORT_BITS, check_fabric_params, fabric_verilog_text
+from fred.hdl.fabric import LaneAdders, emit_modules, input_bits
+from fred.hdl.switch import Switch
 
 __all__ = ["width_area", "check_width_area", "switch_buffers", "SPEC_SWITCH_CHIPLETS_MM2", "SPEC_LOGIC_FRACTION",
            "DATA_VC_BYTES", "CTRL_VC_BYTES", "DATA_PACKET_BYTES"]

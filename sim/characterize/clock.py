@@ -19,10 +19,10 @@ validated by :func:`fred.contract.timing.validate_timing`).
 
 from __future__ import annotations
 
-from fred.hdl.cells.microswitches import build_cell
+from fred.hdl.cells import build_cell
 from fred.hdl.dtypes import dtype_names
-from fred.hdl.physical.fpga import DEVICE, TARGET_MHZ, fpga_fmax
-from fred.hdl.physical.logic_depth import GATES, logic_depth
+from fred.hdl.physical import DEVICE, TARGET_MHZ, fpga_fmax
+from fred.hdl.physical import GATES, logic_depth
 from fred.hdl.verilog import emit
 from . import fabric as mf
 

@@ -40,9 +40,9 @@ import tempfile
 from pathlib import Path
 
 from fred.contract.outputs import write_atomic
-from fred.hdl.fabric.recursive import cell_latencies, check_fabric_params, fabric_verilog_text
-from fred.hdl.routing.compiler import route
-from fred.hdl.netlist.structure import stages
+from fred.hdl.fabric import cell_latencies, check_fabric_params, fabric_verilog_text
+from fred.hdl.routing import route
+from fred.hdl.netlist import stages
 
 __all__ = ["fabric_verilog", "run_fabric", "measure_fabric", "kind_flows", "KINDS", "TOP"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import random
 
-from fred.hdl.netlist.flows import expand
-from fred.hdl.routing.compiler import route
+from fred.hdl.netlist import expand
+from fred.hdl.routing import route
 
 from .fabric import kind_flows
 

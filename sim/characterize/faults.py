@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from fred.sim.faults.bench import PHASE_KINDS, fault_phases
-from fred.sim.faults.inject import FAULT_KINDS
+from fred.sim.faults import PHASE_KINDS, fault_phases
+from fred.sim.faults import FAULT_KINDS
 
 __all__ = ["run_faults", "goodput_curve", "switch_for", "CURVE_RATES", "SCHEMA"]
 

@@ -66,7 +66,7 @@ def measure_overlap(K=DEFAULTS["K"], J=DEFAULTS["J"], L=DEFAULTS["L"], seed=1,
     """Run the overlap scenario (and, with ``figures``, the switch measurements of the same
     build); return the dict described in the module docstring. ``fault`` builds a broken switch
     (``fred.hdl.switch.top.SWITCH_FAULTS``; tests only: the bench must fail)."""
-    from fred.sim.benches.overlap import overlap_phases
+    from fred.sim.benches import overlap_phases
     from .switch import _base_config, _phases
     from fred.sim.toolchain import run_bench
 

@@ -37,16 +37,16 @@ from pathlib import Path
 from fred.contract.packet import HEADER_BITS
 from fred.contract.timing import KIND, SCHEMA_VERSION, summarize
 from fred.hdl.adders import adder_latency
-from fred.hdl.physical.area import synth_area, yosys_version
+from fred.hdl.physical import synth_area, yosys_version
 from .area_width import check_width_area, width_area
-from fred.hdl.cells.microswitches import build_cell
+from fred.hdl.cells import build_cell
 from fred.hdl.dtypes import get_dtype
-from fred.hdl.fabric.recursive import check_fabric_params, fabric_latency
+from fred.hdl.fabric import check_fabric_params, fabric_latency
 from fred.hdl.verilog import emit
 from . import fabric as mf
 from . import switch as ms
 from .faults import CURVE_RATES, goodput_curve, run_faults
-from fred.sim.benches.cells import run_cell_regression
+from fred.sim.benches import run_cell_regression
 
 __all__ = ["DEFAULTS", "characterize", "source_revision", "tool_versions", "chiplet_name",
            "Progress"]

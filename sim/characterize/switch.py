@@ -53,9 +53,9 @@ import time
 from pathlib import Path
 
 from fred.contract import packet as pk
-from fred.hdl.fabric.recursive import emit_with_shared
-from fred.hdl.netlist.flows import Flow
-from fred.hdl.switch.top import Switch
+from fred.hdl.fabric import emit_with_shared
+from fred.hdl.netlist import Flow
+from fred.hdl.switch import Switch
 
 __all__ = ["measure_switch", "measure_online", "data_depth_for", "check_params",
            "activation_samples_for", "SCHEMA"]
@@ -187,7 +187,7 @@ def _build(P, m, lanes, dtype, fabric, depth=12, ctrl_depth=2, max_len=4, entrie
 
 
 def _base_config(sw, phases):
-    from fred.sim.golden.switch import phases_to_json
+    from fred.sim.golden import phases_to_json
     return {
         "ports": sw.P, "middle": sw.middle, "lanes": sw.lanes, "dtype": sw.dtype.name,
         "fabric": sw.fabric_kind, "depths": list(sw.depths), "max_len": sw.max_len,

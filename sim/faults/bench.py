@@ -31,11 +31,11 @@ import random
 from collections import Counter, defaultdict
 
 from fred.contract import packet as pk
-from fred.hdl.netlist.flows import Flow
+from fred.hdl.netlist import Flow
 from .inject import Injector
 from .gbn import FINAL_ACKS, GbnParams, GbnReceiver, GbnSource
 from .endpoint import Endpoint
-from fred.sim.golden.switch import SwitchModel
+from fred.sim.golden import SwitchModel
 
 __all__ = ["PHASE_KINDS", "fault_phases", "Program", "World", "BenchFailure"]
 

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from amaranth.asserts import AnySeq
 from amaranth.hdl import Assert, Cat, Const, Elaboratable, Module, Signal
 
-from fred.hdl.cells.microswitches import build_cell
-from fred.hdl.netlist.modes import DMode, RDMode, RMode
+from fred.hdl.cells import build_cell
+from fred.hdl.netlist import DMode, RDMode, RMode
 
 __all__ = ["Flow", "cell_flows", "CellHarness", "GROUPS"]
 

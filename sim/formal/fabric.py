@@ -37,10 +37,10 @@ from __future__ import annotations
 from amaranth.asserts import AnySeq
 from amaranth.hdl import Assert, Cat, Const, Elaboratable, Fragment, Module, Mux, Signal
 
-from fred.hdl.fabric.recursive import Fabric, config_bits
-from fred.hdl.netlist.flows import parse_flow
-from fred.hdl.routing.compiler import route
-from fred.hdl.netlist.structure import Pin, netlist
+from fred.hdl.fabric import Fabric, config_bits
+from fred.hdl.netlist import parse_flow
+from fred.hdl.routing import route
+from fred.hdl.netlist import Pin, netlist
 
 from .cells import cell_flows
 

@@ -24,10 +24,10 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from fred.hdl.cells.microswitches import CELL_CLASSES, cell_latency
-from fred.hdl.netlist.flows import parse_flow
-from fred.hdl.netlist.modes import mode_str
-from fred.hdl.routing.compiler import route
+from fred.hdl.cells import CELL_CLASSES, cell_latency
+from fred.hdl.netlist import parse_flow
+from fred.hdl.netlist import mode_str
+from fred.hdl.routing import route
 
 from .cells import GROUPS, CellHarness
 from .runner import Result, check

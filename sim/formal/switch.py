@@ -38,8 +38,8 @@ from amaranth.hdl import Assert, Assume, Cat, Const, Elaboratable, Module, Mux, 
 from amaranth.lib import data
 
 from fred.contract.packet import DATA_VCS, DEFAULT_PHASE, HEADER_BITS
-from fred.hdl.switch.top import Switch
-from fred.hdl.switch.buffers import InputPort
+from fred.hdl.switch import Switch
+from fred.hdl.switch import InputPort
 
 __all__ = ["InputPortHarness", "ActivationHarness", "SWITCH_GROUPS"]
 

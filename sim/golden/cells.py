@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fred.hdl.netlist.modes import DMode, RDMode, RMode
+from fred.hdl.netlist import DMode, RDMode, RMode
 from .elem import add
 
 __all__ = ["Route", "routes", "port_counts", "used_inputs", "used_outputs",

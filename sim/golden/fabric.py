@@ -31,8 +31,8 @@ from __future__ import annotations
 import numpy as np
 
 from fred.hdl.dtypes import get_dtype
-from fred.hdl.netlist.modes import RDMode
-from fred.hdl.netlist.structure import Pin, netlist
+from fred.hdl.netlist import RDMode
+from fred.hdl.netlist import Pin, netlist
 
 __all__ = ["GoldenError", "simulate", "simulate_result", "check_sums", "tree_reference", "random_inputs"]
 

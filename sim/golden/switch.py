@@ -37,8 +37,8 @@ import numpy as np
 
 from fred.contract import packet as pk
 from fred.hdl.dtypes import get_dtype
-from fred.hdl.netlist.flows import Flow
-from fred.hdl.routing.compiler import route
+from fred.hdl.netlist import Flow
+from fred.hdl.routing import route
 
 __all__ = ["SwitchModel", "Expected", "Offered", "make_traffic", "make_online_traffic",
            "bad_packet_words", "phases_to_json", "phases_from_json", "stream_key", "online"]

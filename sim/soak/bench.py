@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fred.hdl.fabric.recursive import config_bits
-from fred.hdl.netlist.modes import RDMode
-from fred.hdl.routing.compiler import route
+from fred.hdl.fabric import config_bits
+from fred.hdl.netlist import RDMode
+from fred.hdl.routing import route
 
 from . import build as soak_build
 from .cells import cell_design, cell_soak
@@ -45,7 +45,7 @@ CLOCK_NS = 10  # sim/benches/streams.py: start() runs a 10 ns clock
 
 def cocotb_speed(beats: int, seed: int) -> tuple:
     """``(cycles, seconds)`` of one cocotb RD-cell regression (fp16 x 4)."""
-    from fred.sim.benches.cells import run_cell_regression  # imports cocotb
+    from fred.sim.benches import run_cell_regression  # imports cocotb
 
     rep = run_cell_regression("rd", lanes=4, dtype="fp16", beats=beats, seed=seed)
     case = ET.parse(Path(rep.run_dir) / "results.xml").find(".//testcase")

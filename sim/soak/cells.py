@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from amaranth.hdl import Shape
 
-from fred.hdl.cells.microswitches import build_cell
-from fred.hdl.netlist.modes import RDMode
+from fred.hdl.cells import build_cell
+from fred.hdl.netlist import RDMode
 from fred.hdl.verilog import emit
 
 from fred.sim.golden import cells as gc
-from fred.sim.golden.elem import random_operands
+from fred.sim.golden import random_operands
 from .build import SoakDesign
 from .batch_io import StimPhase
 from .run import SoakStats, check_phase, run_batches, span_rate
@@ -45,7 +45,7 @@ RANDOM_SHARE = 0.25
 
 def representative_modes(kind, middle):
     """The modes the cocotb bench runs (:func:`fred.sim.benches.cells.representative_modes`)."""
-    from fred.sim.benches.cells import representative_modes as modes  # tb_cells imports cocotb: only here
+    from fred.sim.benches import representative_modes as modes  # tb_cells imports cocotb: only here
 
     return modes(kind, middle)
 

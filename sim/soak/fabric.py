@@ -29,12 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from fred.hdl.dtypes import get_dtype
-from fred.hdl.fabric.recursive import config_bits, config_width, fabric_latency, gapped_latency_bound
-from fred.hdl.routing.compiler import route
+from fred.hdl.fabric import config_bits, config_width, fabric_latency, gapped_latency_bound
+from fred.hdl.routing import route
 
-from fred.sim.characterize.fabric_random import case_phases
-from fred.sim.golden.fabric import check_sums, random_inputs, simulate_result, tree_reference
-from fred.sim.characterize.fabric import TOP, fabric_verilog
+from fred.sim.characterize import case_phases
+from fred.sim.golden import check_sums, random_inputs, simulate_result, tree_reference
+from fred.sim.characterize import TOP, fabric_verilog
 from .build import SoakDesign
 from .batch_io import StimPhase, unpack
 from .run import SoakStats, check_phase, run_batches, span_rate
