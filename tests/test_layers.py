@@ -195,7 +195,7 @@ MAX_FOLDER_MODULES = 13
 
 
 def unit(modname: str) -> str | None:
-    """The unit of a module inside its layer: ``fred.model.training.scan`` -> ``fred.model.training``."""
+    """The unit of a module inside its layer: ``fred.model.training.scanner`` -> ``fred.model.training``."""
     parts = modname.split(".")
     if len(parts) < 3 or ".".join(parts[:2]) not in TIERS:
         return None
@@ -248,7 +248,7 @@ def test_every_unit_has_a_tier_and_folders_stay_small():
 
 def private_imports(name: str, tree: ast.AST | None = None) -> list[str]:
     """The imports of module ``name`` that reach into another subpackage's private file for a
-    name (``from fred.model.training.estimate import estimate`` instead of ``from
+    name (``from fred.model.training.estimator import estimate`` instead of ``from
     fred.model.training import estimate``); importing a submodule itself is fine."""
     path, _ = MODULES[name]
     tree = tree or ast.parse(path.read_text(), str(path))
@@ -275,7 +275,7 @@ def test_callers_import_from_the_subpackage():
 
 
 def test_private_import_rule_sees_what_it_checks():
-    tree = ast.parse("from fred.model.training.estimate import estimate\n"
+    tree = ast.parse("from fred.model.training.estimator import estimate\n"
                      "from fred.model.training import scan\n")
     assert len(private_imports("fred.cli", tree)) == 1
 
@@ -284,9 +284,9 @@ def test_tier_rule_sees_what_it_checks(monkeypatch):
     """A reversed edge (schedule -> training) is reported."""
     graph = _module_graph()
     graph = {**graph, "fred.model.schedule.iteration": graph["fred.model.schedule.iteration"]
-             + ["fred.model.training.estimate"]}
+             + ["fred.model.training.estimator"]}
     monkeypatch.setattr(sys.modules[__name__], "_module_graph", lambda: graph)
-    with pytest.raises(AssertionError, match="schedule imports fred.model.training.estimate"):
+    with pytest.raises(AssertionError, match="schedule imports fred.model.training.estimator"):
         test_subpackage_directions()
 
 

@@ -21,11 +21,11 @@ HELP = "write synthesizable Verilog for a microswitch cell, a FRED_m(P) fabric o
 
 #: target -> (module, help)
 TARGETS = {
-    "r": ("fred.hdl.cells.microswitches", "R-microswitch: 2 inputs x m outputs, optional reduction"),
-    "d": ("fred.hdl.cells.microswitches", "D-microswitch: m inputs x 2 outputs, optional broadcast"),
-    "rd": ("fred.hdl.cells.microswitches", "RD-microswitch: 2x2 with reduction and broadcast"),
-    "fabric": ("fred.hdl.fabric.recursive", "FRED_m(P) recursive reduce/distribute fabric"),
-    "switch": ("fred.hdl.switch.top", "full FRED switch: control unit, virtual channels, credits, fabric"),
+    "r": ("fred.hdl.cells", "R-microswitch: 2 inputs x m outputs, optional reduction"),
+    "d": ("fred.hdl.cells", "D-microswitch: m inputs x 2 outputs, optional broadcast"),
+    "rd": ("fred.hdl.cells", "RD-microswitch: 2x2 with reduction and broadcast"),
+    "fabric": ("fred.hdl.fabric", "FRED_m(P) recursive reduce/distribute fabric"),
+    "switch": ("fred.hdl.switch", "full FRED switch: control unit, virtual channels, credits, fabric"),
     "crossbar": ("fred.hdl.crossbar", "baseline crossbar that reduces at the output port"),
 }
 

@@ -2,7 +2,7 @@
 Verilog forms) and the configuration image a routed phase loads into it.
 """
 
-from .config_image import PACKING, annotate, config_image
+from .image import PACKING, annotate, config_image
 from .hier import (
     AUTO_HIER_LANES, FORMS, LaneAdders, emit_modules, input_bits, instantiate, lane_module_name,
     plain_signature, resolve_form)

@@ -8,7 +8,7 @@ from .area_hier import (
     SRAM_ARRAY_EFFICIENCY, SRAM_BITCELL_UM2, SRAM_UM2_PER_BIT, gate_equivalents, hier_area,
     instance_counts, module_tree, port_stub)
 from .fpga import DEVICE, Fmax, NEXTPNR_DEVICE, TARGET_MHZ, fpga_fmax, parse_report
-from .logic_depth import Depth, GATES, depth_from_netlist, logic_depth, parse_ltp, stage_name
+from .depth import Depth, GATES, depth_from_netlist, logic_depth, parse_ltp, stage_name
 
 __all__ = [
     "AREA_SOURCES",

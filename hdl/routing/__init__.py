@@ -6,8 +6,8 @@ Also the placement study (which 3D-parallel flow sets route under which numberin
 from .check import broadcast_cells, check_and_trees, trace
 from .compiler import routable, route, route_phases
 from .result import ReduceStep, RoutingResult
-from .search import FAST_BUDGET, NODE_BUDGET, PathCSP, RoutingError, search, top_down
-from .study import (
+from .solver import FAST_BUDGET, NODE_BUDGET, PathCSP, RoutingError, search, top_down
+from .placement import (
     DEFAULT_PORTS, DEFAULT_SAMPLES, StudyRow, format_study, paper_placement, phases, strategies, study,
     study_json)
 

@@ -3,7 +3,7 @@
 ``route(P, middle, flows) -> RoutingResult`` for FRED_m(P), m = ``middle``. The algorithm is FRED-SPEC §3, recursive, outer stage
 first, made exact, in three parts:
 
-* hdl/routing/search.py -- the conflict-graph search: each flow's *path* (the middle copy it takes
+* hdl/routing/solver.py -- the conflict-graph search: each flow's *path* (the middle copy it takes
   at every recursion level), a fast top-down colouring first, then an exact search over paths
   that re-colours the levels above; an unroutable set is explained (:class:`RoutingError`);
 * this module -- the public API (:func:`route`, :func:`route_phases`, :func:`routable`) and the
@@ -26,7 +26,7 @@ from fred.hdl.netlist import Phase, validate_flows
 from fred.hdl.netlist import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode, idle_mode
 from .check import broadcast_cells, check_and_trees, trace
 from .result import ReduceStep, RoutingResult
-from .search import FAST_BUDGET, NODE_BUDGET, RoutingError, search
+from .solver import FAST_BUDGET, NODE_BUDGET, RoutingError, search
 from fred.hdl.netlist import check_params, netlist, stages
 
 __all__ = ["RoutingError", "RoutingResult", "ReduceStep", "route", "route_phases", "routable",

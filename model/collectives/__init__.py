@@ -10,7 +10,7 @@ from .api import CollectiveResult, collective_time, expand, io_rate_bound, io_tr
 from .bounds import FACTORS, cut_bound, lower_bound, port_bound, ring_time, uplink_bound
 from .chunking import FLOW_BUDGET, MAX_AUTO_CHUNKS, auto_chunks, plan_estimate, stream_link_seconds
 from .flowsim import Sim, SimResult, TaskId
-from .groups import all_strategies, format_strategy, groups, parse_group, parse_strategy, place
+from .strategy import all_strategies, format_strategy, groups, parse_group, parse_strategy, place
 from .multidim import best_algorithm, dim_lines, in_switch_plan, multi_ring_plan
 from .phases import Builder, Ring, Shift, Trees, Unicasts, merge_plans, run_plan
 

@@ -26,7 +26,7 @@ from fred.model.network import engine
 from .algorithms import build_plan, canonical_op, io_tree_order
 from .chunking import auto_chunks
 from .phases import Builder, merge_plans, run_plan
-from .groups import parse_group
+from .strategy import parse_group
 from fred.model.network import TaskGraph, check_bytes
 from fred.model.network import resolve
 

@@ -60,7 +60,7 @@ Inside (each module one job; :class:`Sim` puts them together):
 
 from __future__ import annotations
 
-from . import api as collectives
+from fred.model.collectives import api as collectives
 from fred.model.network import engine
 from fred.model.network import SimResult
 from fred.model.network import TaskGraph, TaskId

@@ -7,7 +7,7 @@ network simulator** (:mod:`fred.model.collectives.flowsim`), so contention betwe
 mesh's corner NPUs, edge-I/O hotspots and in-switch reduction all come from simulated routes.
 
 Placement: worker (mp, dp, pp) sits on NPU ``mp + a * (pp + c * dp)``
-(:mod:`fred.model.collectives.groups`).
+(:mod:`fred.model.collectives.strategy`).
 
 Memory (:mod:`fred.model.workload.memory`, :func:`memory_plan`): before simulating, the HBM each NPU of
 the busiest stage needs is computed per memory policy; the policy asked for (default ``auto``:

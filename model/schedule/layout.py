@@ -5,7 +5,7 @@ buckets (its first layer alone, then up to ``granularity - 1`` balanced runs). W
 the streaming units, their layer groups (one unit per stage) and the simulated folds of
 consecutive groups. Also the per-microbatch compute and MP bytes of a run of layers
 (:class:`Chunk`), the runs of microbatches offloading moves at once, and the NPU groups of a
-pipeline stage (placement: :func:`fred.model.collectives.groups.place`).
+pipeline stage (placement: :func:`fred.model.collectives.strategy.place`).
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 scan with its crossovers, and estimates from ASTRA-sim and Chakra traces.
 """
 
-from .estimate import (
+from .estimator import (
     Estimate, FABRIC_ORDER, KINDS, PAPER_SPEEDUPS, estimate, estimate_table, resolve_fabrics,
     resolve_workloads)
-from .scan import (
+from .scanner import (
     K_MAX, K_MIN, K_POINTS, PAPER_BAND, PAPER_SAMPLES_PER_REPLICA, REFINE_RTOL, SAVINGS, k_grid, scan,
     to_json)
 from .trace_estimate import (

@@ -81,7 +81,7 @@ from dataclasses import asdict, dataclass, field
 from fred import FredError
 
 from fred.model.inputs import Trace, load_trace
-from .estimate import resolve_fabrics, speedup_rows
+from .estimator import resolve_fabrics, speedup_rows
 from fred.model.collectives import Sim
 from fred.model.collectives import format_strategy, groups, parse_strategy
 from fred.model.system import canonical_fabric, default_params

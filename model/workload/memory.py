@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from fred import FredError
 from fred.contract.checks import check_choice
 
-from . import compute as C
+from fred.model.workload import compute as C
 
 RECOMPUTE_LEVELS = ("none", "selective", "full")
 

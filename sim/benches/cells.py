@@ -45,7 +45,7 @@ from fred.hdl.netlist import DMode, RDMode, RMode, mode_from_json, mode_to_json
 from fred.hdl.verilog import emit
 from fred.sim.golden import random_operands
 from fred.sim.toolchain import bench_config, bench_seed
-from . import cover as coverage
+from fred.sim.benches import cover as coverage
 from fred.sim.golden import cells as gc
 from .streams import PauseGenerator, StreamDriver, StreamMonitor, pack_lanes, start, \
     unpack_lanes, watchdog

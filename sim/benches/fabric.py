@@ -52,7 +52,7 @@ from cocotb.triggers import FallingEdge, RisingEdge
 from fred.hdl.dtypes import get_dtype
 from fred.hdl.fabric import config_bits, fabric_latency
 from fred.hdl.routing import route
-from . import cover as coverage
+from fred.sim.benches import cover as coverage
 from fred.sim.golden import check_sums, random_inputs, simulate_result, tree_reference
 from .streams import (PauseGenerator, StreamDriver, StreamMonitor, pack_lanes, start,
                               unpack_lanes, watchdog)

@@ -39,7 +39,7 @@ import cocotb
 from cocotb.triggers import RisingEdge
 
 from fred.contract import packet as pk
-from . import cover as coverage
+from fred.sim.benches import cover as coverage
 from fred.sim.golden import (Offered, SwitchModel, make_online_traffic, make_traffic,
                                     phases_from_json, stream_key)
 from .streams import start, watchdog

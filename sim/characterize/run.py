@@ -43,8 +43,8 @@ from fred.hdl.cells import build_cell
 from fred.hdl.dtypes import get_dtype
 from fred.hdl.fabric import check_fabric_params, fabric_latency
 from fred.hdl.verilog import emit
-from . import fabric as mf
-from . import switch as ms
+from fred.sim.characterize import fabric as mf
+from fred.sim.characterize import switch as ms
 from .faults import CURVE_RATES, goodput_curve, run_faults
 from fred.sim.benches import run_cell_regression
 

@@ -4,7 +4,7 @@ by Python in batches, for long random soaks at hundreds of thousands of cycles p
 
 from .batch_io import MAGIC_IN, MAGIC_OUT, PhaseResult, StimPhase, pack, read_results, unpack, write_stimulus
 from .bench import cocotb_speed, main, raw_rate
-from .build import BUILD_ARGS, HARNESS, SoakDesign, build, finish, raw_speed, start
+from .builder import BUILD_ARGS, HARNESS, SoakDesign, build, finish, raw_speed, start
 from .cells import CellSoakReport, DEFAULT_PAUSES, cell_design, cell_soak, representative_modes
 from .fabric import FabricSoakReport, fabric_design, fabric_soak
 from .run import SoakStats, check_phase, run_batches, span_rate

@@ -31,7 +31,7 @@ from fred.hdl.fabric import config_bits
 from fred.hdl.netlist import RDMode
 from fred.hdl.routing import route
 
-from . import build as soak_build
+from . import builder as soak_build
 from .cells import cell_design, cell_soak
 from .fabric import fabric_design, fabric_soak
 from .batch_io import StimPhase, write_stimulus

@@ -2,7 +2,7 @@
 (sim/benches/cells.py) at compiled speed.
 
 :func:`cell_soak` builds the cell's Verilog (the text the cocotb bench builds) into the
-compiled harness (:mod:`fred.sim.soak.build`) and runs ``batches`` batches. A batch runs every
+compiled harness (:mod:`fred.sim.soak.builder`) and runs ``batches`` batches. A batch runs every
 mode (default :func:`fred.sim.benches.cells.representative_modes`) once per back-pressure setting:
 the cocotb bench's three, ``(idle, stall)`` = (0, 0), (0.5, 0.5), (0.2, 0.9), sharing ``beats``
 per mode as it does, plus one phase with a random setting (idle up to 0.8, stall up to 0.9; a
@@ -31,7 +31,7 @@ from fred.hdl.verilog import emit
 
 from fred.sim.golden import cells as gc
 from fred.sim.golden import random_operands
-from .build import SoakDesign
+from .builder import SoakDesign
 from .batch_io import StimPhase
 from .run import SoakStats, check_phase, run_batches, span_rate
 

@@ -2,7 +2,7 @@
 at compiled speed, with random flows.
 
 :func:`fabric_soak` builds the fabric's Verilog (:func:`fred.sim.characterize.fabric.fabric_verilog`,
-the text the cocotb bench builds) into the compiled harness (:mod:`fred.sim.soak.build`) and
+the text the cocotb bench builds) into the compiled harness (:mod:`fred.sim.soak.builder`) and
 runs ``batches`` batches. A batch is one regression case (:func:`fred.sim.characterize.fabric_random.case_phases`:
 a phase per flow kind, random mixed flow sets, a full permutation, compound collectives, each
 routed by :func:`fred.hdl.routing.compiler.route` and loaded while the fabric is drained), with fresh
@@ -35,7 +35,7 @@ from fred.hdl.routing import route
 from fred.sim.characterize import case_phases
 from fred.sim.golden import check_sums, random_inputs, simulate_result, tree_reference
 from fred.sim.characterize import TOP, fabric_verilog
-from .build import SoakDesign
+from .builder import SoakDesign
 from .batch_io import StimPhase, unpack
 from .run import SoakStats, check_phase, run_batches, span_rate
 

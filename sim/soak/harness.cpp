@@ -1,6 +1,6 @@
 // Compiled soak harness of a FRED stream block (a cell or a fabric) under Verilator.
 //
-// Built by fred.sim.soak.build with a generated wrapper (module `soak_top`, ports in<k>_valid,
+// Built by fred.sim.soak.builder with a generated wrapper (module `soak_top`, ports in<k>_valid,
 // in<k>_ready, in<k>_payload, out<j>_..., cfg, clk, rst) and a generated header soak_ports.h
 // (N_IN, N_OUT, PW = payload words, CW = cfg words, bind_ports()). It replays the stimulus file
 // written by fred.sim.soak.batch_io, phase by phase, and writes every transfer to the result file;

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import build as soak_build
+from . import builder as soak_build
 from .batch_io import read_results, unpack, write_stimulus
 from fred.sim.toolchain import waves_requested
 
@@ -55,7 +55,7 @@ class SoakStats:
 
 
 def run_batches(design, batches: int, gen, check, seed: int, what: str) -> SoakStats:
-    """Build ``design`` (a :class:`fred.sim.soak.build.SoakDesign`), then for each batch ``b``:
+    """Build ``design`` (a :class:`fred.sim.soak.builder.SoakDesign`), then for each batch ``b``:
     ``gen(b)`` -> list of StimPhase, run the harness with seed ``seed + b``, and
     ``check(b, phases, results)`` (results: a list of :class:`fred.sim.soak.batch_io.PhaseResult`).
     With ``WAVES=1`` the harness is built with tracing and batch ``b`` writes

@@ -77,7 +77,7 @@ HEAVY = [
     ("fred.hdl.fabric.recursive", "verilog_build"),
     ("fred.hdl.switch.top", "verilog_build"),
     ("fred.hdl.crossbar", "verilog_build"),
-    ("fred.hdl.routing.study", "study"),
+    ("fred.hdl.routing.placement", "study"),
 ]
 
 

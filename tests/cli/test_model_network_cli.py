@@ -8,7 +8,7 @@ from fred.model.system import params as P
 
 from fred.cli import main
 from fred.commands.collective import parse_size
-from fred.model.collectives.groups import parse_group
+from fred.model.collectives.strategy import parse_group
 from fred.model.collectives.api import collective_time
 from fred.model.network.from_yaml import NetworkSpec, dump_network_yaml, load_network_yaml, load_topology, parse_network_yaml, spec_from_topology
 from fred.model.network.topology import multidim, ring, single_switch

@@ -19,7 +19,7 @@ from fred.commands.options import MAX_BYTES, parse_size
 from fred.contract.timing import TimingFileError, default_timing_path, load_timing, validate_timing
 from fred.hdl.netlist.flows import Flow, parse_flow, parse_ports, validate_flows
 from fred.model.network.from_yaml import MAX_NPUS, NetworkSpec, parse_network_yaml
-from fred.model.collectives.groups import parse_group, parse_strategy
+from fred.model.collectives.strategy import parse_group, parse_strategy
 
 OK_ERRORS = (ValueError, FredError)
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -26,7 +26,7 @@ def fake(monkeypatch):
     def run_faults(**kw):
         calls.append(kw)
         return _fake(kw.pop("_check", "pass"))
-    monkeypatch.setattr("fred.sim.characterize.faults.run_faults", run_faults)
+    monkeypatch.setattr("fred.sim.characterize.run_faults", run_faults)
     return calls
 
 
@@ -50,7 +50,7 @@ def test_json_report(fake, capsys):
 
 
 def test_failed_check_exits_1(monkeypatch, capsys):
-    monkeypatch.setattr("fred.sim.characterize.faults.run_faults",
+    monkeypatch.setattr("fred.sim.characterize.run_faults",
                         lambda **kw: _fake("FAILED: cycle 9: deadlock"))
     assert main(["sim", "faults", "-q"]) == 1
     err = capsys.readouterr().err

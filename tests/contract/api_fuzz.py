@@ -33,7 +33,7 @@ def targets():
     from fred.hdl.fabric.recursive import Fabric
     from fred.hdl.switch.top import Switch
     from fred.model.collectives.api import collective_time
-    from fred.model.training.estimate import estimate
+    from fred.model.training.estimator import estimate
     from fred.model.network.from_yaml import NetworkSpec
 
     return [

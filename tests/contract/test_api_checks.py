@@ -8,7 +8,7 @@ import pytest
 
 from fred.hdl.netlist.flows import parse_flow, parse_ports
 from fred.model.collectives.api import collective_time
-from fred.model.training.estimate import estimate
+from fred.model.training.estimator import estimate
 from fred.model.network.from_yaml import NetworkSpec
 
 

@@ -197,10 +197,10 @@ def test_longest_name_still_writes(tmp_path):
 
 #: command line -> (dotted name of the function that does the work, option checked)
 WORK = {
-    "verilog": (["verilog", "rd", "--lanes", "1", "--dtype", "int32", "-o"], "fred.hdl.cells.microswitches.verilog_build",
+    "verilog": (["verilog", "rd", "--lanes", "1", "--dtype", "int32", "-o"], "fred.hdl.cells.verilog_build",
                 "--output"),
-    "characterize": (["characterize", "--no-switch", "-o"], "fred.sim.characterize.run.characterize", "--output"),
-    "estimate": (["estimate", "-w", "resnet-152", "-f", "mesh", "--plot"], "fred.model.training.estimate.estimate_table",
+    "characterize": (["characterize", "--no-switch", "-o"], "fred.sim.characterize.characterize", "--output"),
+    "estimate": (["estimate", "-w", "resnet-152", "-f", "mesh", "--plot"], "fred.model.training.estimate_table",
                  "--plot"),
     "sweep": (["sweep", "-w", "resnet-152", "-f", "mesh", "--plot"], "fred.commands.sweep.sweep", "--plot"),
 }

@@ -1,4 +1,4 @@
-"""The configuration image of ``fred route --json`` (hdl/fabric/config_image.py): the flat word the
+"""The configuration image of ``fred route --json`` (hdl/fabric/image.py): the flat word the
 fabric's ``cfg`` port takes and each cell's field in it, checked against the documented
 depth-first packing and driven as given into the Verilog fabric under Verilator."""
 

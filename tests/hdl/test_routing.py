@@ -517,7 +517,7 @@ def test_cli_study_small(capsys):
 def test_exact_search_beyond_top_down():
     """A set the plain outer-first procedure (no re-colouring above) cannot route, but the exact
     search (which re-colours the levels above) does."""
-    from fred.hdl.routing import search as routing_search
+    from fred.hdl.routing import solver as routing_search
 
     fl = validate_flows(["0,1>14", "14>11", "4,8,9,12>4,8,9,12", "2,6,11>6"], 15)
     assert routing_search.top_down(15, 2, [(f.inputs, f.outputs) for f in fl],
@@ -551,7 +551,7 @@ def test_regress_exact_against_brute_force():
 
 @pytest.mark.regress
 def test_regress_study_full():
-    from fred.hdl.routing.study import study
+    from fred.hdl.routing.placement import study
 
     rows = study(samples=50, seed=2)
     assert all(all(r.paper.values()) for r in rows if r.middle == 3)

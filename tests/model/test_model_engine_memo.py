@@ -10,7 +10,7 @@ import pytest
 
 from fred.model.network import engine
 from fred.model.collectives.flowsim import Sim
-from fred.model.collectives.groups import groups
+from fred.model.collectives.strategy import groups
 
 
 def _workload(sim, seed):

@@ -12,7 +12,7 @@ import pytest
 from fred import FredError
 from fred.model.workload import compute as C
 from fred.model.workload import memory as M
-from fred.model.training.estimate import estimate
+from fred.model.training.estimator import estimate
 from fred.model.system.params import default_params
 from fred.model.schedule.iteration import io_bandwidth, memory_plan
 from fred.model.schedule.layout import plan_layout

@@ -11,7 +11,7 @@ from fred.model.collectives.api import collective_time
 from fred.model.collectives.flowsim import Sim
 from fred.model.network.graph import route
 from fred.model.network.maxmin import maxmin_rates
-from fred.model.collectives.groups import coords, groups, parse_strategy, place
+from fred.model.collectives.strategy import coords, groups, parse_strategy, place
 from fred.model.network.topology import Topology, build_fabric, fully_connected, mesh2d, ring, single_switch, torus2d, tree2
 
 #: payload share of a wafer link (header flit + ACKs, fred.model.system.packets): the wafer fabrics move

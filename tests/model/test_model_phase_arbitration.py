@@ -5,7 +5,7 @@ interrupts a phase switch. Elsewhere (meshes, generic switches) classes only mee
 import pytest
 
 from fred.model.system import params as P
-from fred.model.training.estimate import estimate
+from fred.model.training.estimator import estimate
 from fred.model.collectives.flowsim import Sim
 from fred.contract.timing import load_timing
 from fred.model.system.timing import switch_timing

@@ -13,8 +13,8 @@ not exceed, and where the mesh's edge-I/O hotspot applies.
 import pytest
 
 from fred.model.collectives.api import collective_time, io_rate_bound, io_tree_load
-from fred.model.training.estimate import estimate
-from fred.model.collectives.groups import all_strategies, format_strategy, groups, parse_strategy
+from fred.model.training.estimator import estimate
+from fred.model.collectives.strategy import all_strategies, format_strategy, groups, parse_strategy
 from fred.model.system.params import default_params
 from fred.model.schedule.layout import streaming_units
 from fred.model.workload.loader import load_workload, sweep_microbatches
@@ -81,7 +81,7 @@ def test_strict_priority_only_delays_the_dp_vc_stream_by_mp_time(monkeypatch):
     """The weight stream rides the DP VC: under FRED's one-phase-at-a-time switches it waits
     while MP holds a switch, so it is never faster than without arbitration, and it loses at
     most the time MP is busy."""
-    import fred.model.training.estimate as E
+    import fred.model.training.estimator as E
 
     on = _run("fred-d", "MP(20)-DP(1)-PP(1)")
     build = E.build_fabric
@@ -95,7 +95,7 @@ def test_strict_priority_only_delays_the_dp_vc_stream_by_mp_time(monkeypatch):
 
     monkeypatch.setattr(E, "build_fabric", no_arbitration)
     off = _run("fred-d", "MP(20)-DP(1)-PP(1)")
-    assert calls, "the estimate did not build its fabric through fred.model.training.estimate.build_fabric"
+    assert calls, "the estimate did not build its fabric through fred.model.training.estimator.build_fabric"
     assert on.exposed["stream"] >= off.exposed["stream"] - 1e-9
     assert on.exposed["stream"] - off.exposed["stream"] <= on.comm_busy["mp"]
     assert on.comm_busy["stream"] >= off.comm_busy["stream"] - 1e-9

@@ -1,7 +1,7 @@
 """The headline table (FRED-SPEC §7) and schedule properties, with real simulations.
 
 With the default NPU every headline iteration is compute-bound, so the model's Fred-C / Fred-D
-speedups sit far below the paper's; ``fred scan`` (:mod:`fred.model.training.scan`) finds the NPU speed k
+speedups sit far below the paper's; ``fred scan`` (:mod:`fred.model.training.scanner`) finds the NPU speed k
 at which each of the eight cells is reproduced. No measured speedup is frozen here; asserted are
 the mechanisms:
 
@@ -23,8 +23,8 @@ import math
 import pytest
 
 from fred import FredError
-from fred.model.training import scan as S
-from fred.model.training.estimate import PAPER_SPEEDUPS, estimate, estimate_table
+from fred.model.training import scanner as S
+from fred.model.training.estimator import PAPER_SPEEDUPS, estimate, estimate_table
 
 WORKLOADS = list(PAPER_SPEEDUPS)
 #: k grid of the mechanism tests: 0.25 x 8^i, i.e. 0.25 .. 1024

@@ -10,7 +10,7 @@ import pytest
 from fred import FredError
 from fred.cli import main
 from fred.jobs import JobRunner, fred_origin
-from fred.model.training import scan as S
+from fred.model.training import scanner as S
 
 
 # ---- grid ----------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Clock figures (issue 13 item 5): gate levels per pipeline stage (hdl/physical/logic_depth.py), the
+"""Clock figures (issue 13 item 5): gate levels per pipeline stage (hdl/physical/depth.py), the
 ECP5 place-and-route fmax (hdl/physical/fpga.py), the timing file's optional ``clock`` section and
 ``fred timing``."""
 
@@ -13,7 +13,7 @@ import pytest
 from fred.contract.timing import TimingFileError, load_timing, validate_timing
 from fred.hdl.cells.microswitches import build_cell
 from fred.hdl.physical.fpga import parse_report
-from fred.hdl.physical.logic_depth import depth_from_netlist, logic_depth, parse_ltp, stage_name
+from fred.hdl.physical.depth import depth_from_netlist, logic_depth, parse_ltp, stage_name
 from fred.hdl.verilog import emit
 from fred.sim.characterize.clock import limiting
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from fred.hdl.dtypes import dtype_names
-from fred.sim.soak.build import SoakDesign
+from fred.sim.soak.builder import SoakDesign
 from fred.sim.soak.cells import cell_soak, representative_modes
 from fred.sim.soak.fabric import fabric_soak
 from fred.sim.soak.batch_io import StimPhase, pack, unpack

@@ -1,6 +1,6 @@
 """Full-wafer training estimates: a workload on a fabric, and the mesh-vs-FRED table.
 
->>> from fred.model.training.estimate import estimate
+>>> from fred.model.training.estimator import estimate
 >>> e = estimate("resnet-152", "fred-d")          # doctest: +SKIP
 >>> e.iteration_time, e.exposed["dp"], e.speedup   # doctest: +SKIP
 
