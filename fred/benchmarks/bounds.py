@@ -21,7 +21,8 @@ from fred.model.collectives import groups, parse_strategy
 from fred.model.system import FABRICS, GiB, MiB
 from fred.model.network import build_fabric
 
-__all__ = ["main", "closed_form_rows", "size_rows", "chakra_rows", "placement_report", "WAFER_OPS", "WAFER_SIZES"]
+__all__ = ["main", "closed_form_rows", "size_rows", "off_wafer_rows", "chakra_rows", "placement_report", "WAFER_OPS",
+           "WAFER_SIZES"]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "network.md"
@@ -98,6 +99,27 @@ def size_rows(sizes=SWEEP_SIZES):
     return rows
 
 
+#: the inter-wafer level's rows: wafers x per-wafer gradient bytes
+OFF_WAFER_COUNTS = (2, 4, 16, 64)
+OFF_WAFER_SIZES = (64 * MiB, GiB)
+
+
+def off_wafer_rows():
+    """(network, wafers, size, simulated, bound, bound's name, bound/simulated) of the gradient
+    exchange between wafers (:mod:`fred.model.collectives.offwafer`) on each bundled off-wafer network."""
+    from fred.model.collectives import NETWORKS, OffWaferLevel, off_wafer_network
+
+    rows = []
+    for name in NETWORKS:
+        for w in OFF_WAFER_COUNTS:
+            lv = OffWaferLevel(w, off_wafer_network(name))
+            for nb in OFF_WAFER_SIZES:
+                t = lv.exchange_time(nb)
+                b, which = lv.bound(nb)
+                rows.append((name, str(w), _size(nb), fmt_time(t), fmt_time(b), which, f"{b / t:.3f}"))
+    return rows
+
+
 def chakra_rows(directory=None, bw=50.0, lat=500.0):
     """Each ASTRA-sim microbenchmark on a Ring of its NPU count (bw GB/s, lat ns) and a Switch
     (``directory``: default :data:`SHARED_ET`, read when called)."""
@@ -167,6 +189,13 @@ def report() -> str:
     out += ["", "The wafer fabrics' default collectives by size: bound/simulated (pieces). The bounds count "
             "bandwidth only; below 64 MiB the hop latencies each piece pays weigh in:", ""]
     out += _table(("fabric", "op", *(_size(n) for n in SWEEP_SIZES)), size_rows())
+    out += ["", "The inter-wafer level (`fred.model.collectives.offwafer`): an All-Reduce of each wafer's gradient bytes "
+            "across W wafers on the bundled off-wafer networks (18 I/O controllers x 128 GB/s per wafer; ndr: "
+            "switched, endpoint ring, 1,000 ns per link; ndr-sharp: the same switches reducing; ring: a ring of "
+            "wafers, 9 controllers to each neighbour, 500 ns per link). The bound is B_wafer = 2.304 TB/s "
+            "through the wafer's controllers, bandwidth only:", ""]
+    out += _table(("off-wafer network", "wafers", "bytes per wafer", "simulated", "bound", "bound is",
+                   "bound/simulated"), off_wafer_rows())
     if SHARED_ET.is_dir():
         out += ["", "ASTRA-sim's Chakra ET microbenchmarks (`fred collective --chakra DIR --network FILE`; 1 MB "
                 "comm_size = each NPU's input; a Ring / a Switch of the trace's NPU count, 50 GB/s, 500 ns; "

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-HELP = "training-time estimates for each workload x fabric (mesh, Fred-A..D), with exposed-communication breakdown"
+HELP = ("training-time estimates for each workload x fabric (mesh, Fred-A..D, torus, switched, switched-inr), "
+        "with exposed-communication breakdown")
 
 COLS = ("compute", "dp", "mp", "pp", "stream", "input", "offload")
 COL_TITLES = {"compute": "compute", "dp": "DP", "mp": "MP", "pp": "PP", "stream": "wstream", "input": "input",
-              "offload": "offload"}
+              "offload": "offload", "inter_wafer": "inter"}
 #: short names of the memory policies in tables
 POLICY_SHORT = {"none": "none", "selective": "sel", "recompute": "rec", "offload": "off",
                 "selective+offload": "sel+off", "recompute+offload": "rec+off"}
@@ -89,6 +90,41 @@ def add_hardware_arguments(p):
     g.add_argument("--stream-steps", type=integer("--stream-steps", 1, MAX_STREAM_STEPS), metavar="N", default=None,
                    help=f"simulated folds per weight-streaming pass (simulation coarsening; 1..{MAX_STREAM_STEPS}, "
                         f"default 4)")
+    add_wafer_arguments(p)
+
+
+def _off_wafer(text):
+    from fred.model.collectives import off_wafer_network
+
+    return off_wafer_network(text)
+
+
+def add_wafer_arguments(p):
+    """--wafers and --off-wafer (fred estimate, sweep, scan; docs/training.md "Several wafers")."""
+    from fred.model.collectives import DEFAULT_NETWORK, MAX_WAFERS, NETWORKS
+
+    from .options import choice, integer
+
+    g = p.add_argument_group("several wafers (data parallel across wafers, joined through their I/O controllers)")
+    g.add_argument("--wafers", type=integer("--wafers", 1, MAX_WAFERS), metavar="W", default=None,
+                   help=f"wafers training data-parallel (1..{MAX_WAFERS}, default 1); samples per replica stay per "
+                        f"wafer: the global minibatch is W x DP x samples")
+    g.add_argument("--off-wafer", type=choice("--off-wafer", _off_wafer), metavar="NAME|FILE.yml", default=None,
+                   help=f"off-wafer network: {', '.join(NETWORKS)} or a YAML file (docs/network.md; default "
+                        f"{DEFAULT_NETWORK}); needs --wafers 2 or more")
+
+
+def wafer_options(args) -> dict:
+    """{"wafers": W, "off_wafer": network} for the estimate from --wafers and --off-wafer (empty
+    for one wafer); --off-wafer without several wafers is refused."""
+    from .options import refuse_unused
+
+    w = getattr(args, "wafers", None)
+    off = getattr(args, "off_wafer", None)
+    if not w or w == 1:
+        refuse_unused("--off-wafer", off.name if off is not None else None, "needs --wafers 2 or more")
+        return {}
+    return {"wafers": w, "off_wafer": off}
 
 
 def hardware_from_args(args):
@@ -152,6 +188,7 @@ def hardware_from_args(args):
             if v < 1:
                 raise FredError(f"--{opt.replace('_', '-')} must be >= 1, got {v}")
             gran[key] = v
+    gran.update(wafer_options(args))
     return p, npu, gran
 
 
@@ -174,8 +211,8 @@ def add_arguments(p):
                    help="workload(s): resnet-152, transformer-17b, gpt3-175b, transformer-1t, or a workload YAML "
                         "file (repeat or comma-separate; default all)")
     p.add_argument("--fabric", "-f", action=ListOption, item=choice("--fabric", _fabric), metavar="NAMES",
-                   help="fabric(s): mesh, fred-a, fred-b, fred-c, fred-d (repeat or comma-separate; default all; "
-                        "the mesh is always simulated as the reference)")
+                   help="fabric(s): mesh, fred-a, fred-b, fred-c, fred-d, torus, switched, switched-inr (repeat or "
+                        "comma-separate; default mesh and fred-a..d; the mesh is always simulated as the reference)")
     p.add_argument("--strategy", "-s", type=name("--strategy"), metavar="MP(a)-DP(b)-PP(c)",
                    help="parallelization (default: each workload's headline strategy; with --trace, derived from "
                         "the trace's header)")
@@ -255,12 +292,16 @@ def format_table(rows, timing_source, npu=None) -> str:
         out.append(npu_line(npu))
     out.append("times in ms per iteration; exposed communication on the critical path; speedup = mesh / fabric; "
                "memory = policy and GB per NPU with all activations in HBM -> as run")
-    hdr = (f"{'workload':16} {'fabric':7} {'strategy':18} {'iter':>10} " + " ".join(f"{COL_TITLES[c]:>10}" for c in COLS)
+    cols = COLS + (("inter_wafer",) if any(getattr(e, "wafers", 1) > 1 for e in rows) else ())
+    for w in sorted({(e.wafers, e.off_wafer) for e in rows if getattr(e, "wafers", 1) > 1}):
+        out.append(f"wafers: {w[0]}, data parallel across wafers on the off-wafer network {w[1]}; "
+                   f"inter = exposed inter-wafer gradient exchange")
+    hdr = (f"{'workload':16} {'fabric':7} {'strategy':18} {'iter':>10} " + " ".join(f"{COL_TITLES[c]:>10}" for c in cols)
            + f" {'speedup':>8} {'paper':>6}  memory")
     out.append(hdr)
     out.append("-" * len(hdr))
     for e in rows:
-        vals = [e.compute_time] + [e.exposed.get(c, 0.0) for c in COLS[1:]]
+        vals = [e.compute_time] + [e.exposed.get(c, 0.0) for c in cols[1:]]
         paper = f"{e.paper_speedup:6.2f}" if e.paper_speedup else f"{'':6}"
         sp = f"{e.speedup:8.3f}" if e.speedup is not None else f"{'':8}"
         out.append(f"{e.workload:16} {variant(e.fabric).display:7} {e.strategy:18} {_fmt_ms(e.iteration_time)} "
@@ -276,7 +317,8 @@ _NOT_FOR_TRACES = (("workload", "--workload"), ("microbatches", "--microbatches"
                    ("io_bw", "--io-bw"),
                    ("mode", "--mode"), ("plot", "--plot"), ("tflops", "--tflops"), ("utilisation", "--utilisation"),
                    ("hbm_bw", "--hbm-bw"), ("hbm_gb", "--hbm-gb"), ("granularity", "--granularity"),
-                   ("stream_steps", "--stream-steps"), ("npu", "--npu"), ("memory", "--memory"))
+                   ("stream_steps", "--stream-steps"), ("npu", "--npu"), ("memory", "--memory"),
+                   ("wafers", "--wafers"), ("off_wafer", "--off-wafer"))
 
 
 def format_trace_table(rows, timing_source) -> str:
@@ -378,7 +420,7 @@ def links_line(params) -> str:
 def run(args):
     from fred import progress
     from fred.contract.outputs import check_output_path
-    from fred.model.training import FABRIC_ORDER, estimate_table, resolve_fabrics, resolve_workloads
+    from fred.model.training import ALL_FABRICS, estimate_table, resolve_fabrics, resolve_workloads
     from fred.model.plots import PLOT_SUFFIXES
 
     from .options import refuse_unused
@@ -410,7 +452,7 @@ def run(args):
 
         print(dumps(document("estimate", [estimate_result(e) for e in rows], switch_timing_source=source,
                              npu=npu_json(npu), memory_policy_requested=gran.get("memory"),
-                             fabrics=[f for f in FABRIC_ORDER if f in fabrics])))
+                             fabrics=[f for f in ALL_FABRICS if f in fabrics])))
     else:
         print(links_line(params) + format_table(rows, source, npu))
         if args.plot:

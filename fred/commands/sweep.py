@@ -133,7 +133,7 @@ def format_sweep(results, summ, timing_source, workload, rule, npu=None) -> str:
 
     lines = [f"switch timing: {timing_source}"] + ([npu_line(npu)] if npu is not None else []) + [
              f"{workload}: every MP x DP x PP = 20 strategy, minibatch = DP x {rule}; times per sample in microseconds; "
-             "other = exposed weight streaming + input + activation offload; memory = policy, GB per NPU with all "
+             "other = exposed weight streaming + input + activation offload (+ inter-wafer with --wafers); memory = policy, GB per NPU with all "
              "activations in HBM -> as run"]
     hdr = (f"{'strategy':18} {'fabric':7} {'mb':>4} {'iter ms':>10} {'us/sample':>10} {'compute':>9} {'DP':>9} {'MP':>9}"
            f" {'PP':>9} {'other':>8} {'speedup':>8}  memory")
@@ -145,7 +145,7 @@ def format_sweep(results, summ, timing_source, workload, rule, npu=None) -> str:
             lines.append(f"{r['strategy']:18} {variant(r['fabric']).display:7} INFEASIBLE, skipped: {r['error']}")
             continue
         per = lambda v: v / e.minibatch * 1e6
-        other = e.exposed.get("stream", 0) + e.exposed.get("input", 0) + e.exposed.get("offload", 0)
+        other = sum(e.exposed.get(k, 0) for k in ("stream", "input", "offload", "inter_wafer"))
         sp = f"{e.speedup:8.3f}" if e.speedup else f"{'':8}"
         lines.append(f"{e.strategy:18} {variant(e.fabric).display:7} {e.microbatches:4d} {e.iteration_time * 1e3:10.3f} "
                      f"{per(e.iteration_time):10.2f} {per(e.compute_time):9.2f} {per(e.exposed.get('dp', 0)):9.2f} "

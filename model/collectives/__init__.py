@@ -11,10 +11,19 @@ from .bounds import FACTORS, cut_bound, lower_bound, port_bound, ring_time, upli
 from .chunking import FLOW_BUDGET, MAX_AUTO_CHUNKS, auto_chunks, plan_estimate, stream_link_seconds
 from .flowsim import Sim, SimResult, TaskId
 from .strategy import all_strategies, format_strategy, groups, parse_group, parse_strategy, place
+from .offwafer import (
+    DEFAULT_NETWORK, MAX_WAFERS, NETWORKS, OffWaferLevel, OffWaferNetwork, off_wafer_network, parse_off_wafer)
 from .multidim import best_algorithm, dim_lines, in_switch_plan, multi_ring_plan
 from .phases import Builder, Ring, Shift, Trees, Unicasts, merge_plans, run_plan
 
 __all__ = [
+    "DEFAULT_NETWORK",
+    "MAX_WAFERS",
+    "NETWORKS",
+    "OffWaferLevel",
+    "OffWaferNetwork",
+    "off_wafer_network",
+    "parse_off_wafer",
     "ALGORITHMS",
     "Builder",
     "CollectiveResult",

@@ -40,6 +40,7 @@ import numpy as np
 from .multidim import best_algorithm, in_switch_plan, multi_ring_plan
 from .phases import Ring, Shift, Trees, Unicasts
 from fred.model.network import TaskGraph
+from .output_reduce import output_reduce_plan
 
 __all__ = ["OPS", "ALGORITHMS", "DEFAULT_CHUNKS", "canonical_op", "canonical_algorithm", "default_algorithm",
            "build_plan", "io_tree_order"]
@@ -275,6 +276,21 @@ def build_plan(sim: TaskGraph, op: str, group, algorithm=None, root=None, io=Non
     (``sim`` gives the tree paths; ``algorithm``: a name or None for the fabric default)."""
     topo = sim.topo
     g = list(group)
+    if topo.meta.get("output_reduce") and canonical_algorithm(algorithm) in (None, "in-switch"):
+        # a crossbar that reduces at its output ports (switched-inr, fred.model.collectives.output_reduce): its
+        # own plan, or by default the endpoint one where that has the smaller bandwidth bound
+        out = output_reduce_plan(sim, op, g, root, io)
+        if out is not None and algorithm is None:
+            ep = _build_plan(sim, op, g, None, root, io)
+            if ep[0] and best_algorithm(sim, {out[1]: out[0], ep[1]: ep[0]}) == ep[1]:
+                return ep
+        if out is not None:
+            return out
+    return _build_plan(sim, op, g, algorithm, root, io)
+
+
+def _build_plan(sim, op, g, algorithm, root, io):
+    topo = sim.topo
     alg = canonical_algorithm(algorithm) or default_algorithm(topo, op, g)
     if op in ("all-reduce", "reduce-scatter", "all-gather"):
         if algorithm is None and alg in ("hierarchical", "ring") and topo.meta.get("yaml") \

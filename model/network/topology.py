@@ -2,8 +2,10 @@
 :class:`~fred.model.network.graph.Topology` graphs.
 
 * :func:`build_fabric`: the wafer fabrics "mesh" (5 x 4 mesh, X-Y routing, 18 I/O controllers on
-  the free edge ports of the edge NPUs) and "fred-a" .. "fred-d" (2-level tree: 5 L1 switches x
-  4 NPUs, I/O controllers on the L1s, one L2 above; L1<->L2 bandwidth per variant).
+  the free edge ports of the edge NPUs), "fred-a" .. "fred-d" (2-level tree: 5 L1 switches x
+  4 NPUs, I/O controllers on the L1s, one L2 above; L1<->L2 bandwidth per variant), and the other
+  baselines "torus" (5 x 4 torus, the mesh's links and I/O placement) and "switched" /
+  "switched-inr" (one crossbar, endpoint or output-port-reducing; :func:`_build_crossbar`).
 * Generic topologies for comparison with other tools: :func:`ring`, :func:`mesh2d`,
   :func:`torus2d`, :func:`fully_connected`, :func:`single_switch`, :func:`tree2`, and the
   ASTRA-sim-style multi-dimensional :func:`~fred.model.network.graph.multidim` (the graph, its routing
@@ -109,8 +111,10 @@ def build_fabric(name: str, params: WaferParams | None = None) -> Topology:
     """The wafer fabric ``name`` ("mesh", "fred-a" .. "fred-d") with ``params`` (default set)."""
     p = params or default_params()
     v: FabricVariant = variant(name)
-    if v.kind == "mesh":
+    if v.kind in ("mesh", "torus"):
         return _build_mesh(p, v)
+    if v.kind == "switch":
+        return _build_crossbar(p, v)
     if p.npus % p.npus_per_l1:
         raise ValueError(f"{p.npus} NPUs do not split into L1 switches of {p.npus_per_l1}")
     topo = tree2(p.l1_count, p.npus_per_l1, p.npu_net_bw, v.l1_l2_bw, p.link_latency, io_count=p.io_count,
@@ -128,10 +132,15 @@ def build_fabric(name: str, params: WaferParams | None = None) -> Topology:
 def _build_mesh(p: WaferParams, v: FabricVariant) -> Topology:
     if p.mesh_rows * p.mesh_cols != p.npus:
         raise ValueError(f"mesh {p.mesh_rows} x {p.mesh_cols} does not hold {p.npus} NPUs")
-    topo = mesh2d(p.mesh_rows, p.mesh_cols, p.mesh_link_bw, p.link_latency, name=v.display,
-                  multicast=v.multicast, in_network_reduction=v.in_switch, timing=p.switch)
+    # the torus: the mesh's rows and columns closed into rings (a folded torus on the wafer, every
+    # link two NPU pitches long: docs/network.md "Other wafer fabrics"), the same 750 GB/s links
+    kind = "ring" if v.kind == "torus" else "line"
+    topo = multidim([(kind, p.mesh_cols, p.mesh_link_bw, p.link_latency),
+                     (kind, p.mesh_rows, p.mesh_link_bw, p.link_latency)], v.display,
+                    multicast=v.multicast, in_network_reduction=v.in_switch, timing=p.switch)
     topo.fabric = v.name
-    # free edge ports, in row-major NPU order: north, south, west, east
+    # free edge ports, in row-major NPU order: north, south, west, east (on the torus the same NPUs
+    # at the wafer's edge, whose I/O PHYs sit on the edge shoreline beside the wraparound links)
     free = []
     R, C = p.mesh_rows, p.mesh_cols
     for r in range(R):
@@ -153,6 +162,52 @@ def _build_mesh(p: WaferParams, v: FabricVariant) -> Topology:
     topo.meta["variant"] = v
     topo.meta["params"] = p
     topo.link_efficiency = p.link_efficiency
+    return topo
+
+
+#: ours: bandwidth of a crossbar's path into one output port, in units of that port's bandwidth
+#: (1: the crossbar's internal paths are as wide as its ports, the budget FRED's fabric runs at;
+#: output-side reduction of P inputs at line rate needs P - 1, which the project's crossbar RTL
+#: builds at 1.6-1.9x FRED's cells: README "Output-port-reducing crossbar vs FRED")
+XBAR_OUTPUT_SPEEDUP = 1.0
+
+
+def _build_crossbar(p: WaferParams, v: FabricVariant) -> Topology:
+    """One crossbar: every NPU (``npu_net_bw``) and I/O controller (``io_bw``) on a port of its own.
+
+    Each port is a node of its own between the wire and the crossbar: the wire (both directions),
+    the port's path into the crossbar (its bandwidth) and the crossbar's path into the port
+    (:data:`XBAR_OUTPUT_SPEEDUP` x its bandwidth). With ``v.in_switch`` the switch reduces **at
+    the output port** (SHARP/NVLS-like, :mod:`fred.model.collectives.output_reduce`): every input's stream
+    crosses the crossbar into the port that adds them, so a P-input Reduce loads that path with
+    P - 1 streams and an All-Reduce with two (FRED-SPEC §1). A path crosses three switch nodes
+    (port, crossbar, port), each with the switch timing's traversal latency, as a FRED path
+    NPU-L1-L2-L1-NPU does."""
+    topo = Topology(v.display, multicast=v.multicast, in_network_reduction=False, timing=p.switch, fabric=v.name)
+    n = p.npus
+    for i in range(n):
+        topo.add_node("npu", f"npu{i}")
+    x = topo.add_node("switch", "xbar")
+    parent = {x: None}
+    out = {}
+
+    def port(node, bw, label):
+        op = topo.add_node("switch", f"port.{label}")
+        topo.add_link(node, op, bw, p.link_latency)
+        topo.add_link(op, x, bw, 0.0, both=False)
+        topo.add_link(x, op, bw * XBAR_OUTPUT_SPEEDUP, 0.0, both=False)
+        parent[node], parent[op] = op, x
+        out[node] = op
+
+    for i in range(n):
+        port(i, p.npu_net_bw, f"npu{i}")
+    for k in range(p.io_count):
+        port(topo.add_node("io", f"io{k}"), p.io_bw, f"io{k}")
+    topo.meta.update(parent=parent, l1_of=[0] * n, l1_nodes=[x], root=x, out_port=out,
+                     output_reduce=bool(v.in_switch), variant=v, params=p)
+    topo.routing = "tree"
+    topo.link_efficiency = p.link_efficiency
+    topo.store_forward_bytes = 0.0 if p.switch.cut_through else p.packet_wire_bytes
     return topo
 
 

@@ -5,11 +5,14 @@ simulated iteration into busy and exposed time per kind.
 
 from .analysis import analyse
 from .graph import ScheduleGraph
+from .multiwafer import INTER_WAFER, MultiWaferGraph
 from .iteration import (
     DEFAULT_GRANULARITY, DEFAULT_STREAM_STEPS, KINDS, STREAM_BUFFERS, ScheduleResult, build_and_run,
     io_bandwidth, memory_plan, stationary_memory)
 
 __all__ = [
+    "INTER_WAFER",
+    "MultiWaferGraph",
     "DEFAULT_GRANULARITY",
     "DEFAULT_STREAM_STEPS",
     "KINDS",

@@ -78,6 +78,7 @@ from fred.model.collectives import Sim
 from fred.model.collectives import parse_strategy
 from .analysis import KINDS, ScheduleResult, analyse
 from .graph import ScheduleGraph
+from .multiwafer import MultiWaferGraph, add_busy
 from .layout import DEFAULT_GRANULARITY, DEFAULT_STREAM_STEPS, chunk, offload_layout, plan_layout
 from .memory import STREAM_BUFFERS, memory_plan, stationary_memory
 from .stationary import build_stationary
@@ -151,8 +152,11 @@ def _candidates(plans):
 
 def build_and_run(workload, topo, strategy=None, *, npu=None, microbatches=None, samples_per_replica=None,
                   mode=None, granularity=DEFAULT_GRANULARITY, stream_steps=DEFAULT_STREAM_STEPS, sim_factory=None,
-                  memory=M.DEFAULT_POLICY):
+                  memory=M.DEFAULT_POLICY, wafers=None):
     """Build one iteration of ``workload`` on topology ``topo`` and simulate it.
+
+    ``wafers``: an :class:`~fred.model.collectives.offwafer.OffWaferLevel` of several wafers training
+    data-parallel (:mod:`fred.model.schedule.iteration.multiwafer`), or None for one wafer.
 
     ``memory``: the memory policy (:mod:`fred.model.workload.memory`): ``auto`` (default), ``none``,
     ``selective``, ``recompute``, ``offload``, ``selective+offload``, ``recompute+offload``.
@@ -161,7 +165,7 @@ def build_and_run(workload, topo, strategy=None, *, npu=None, microbatches=None,
     abc, mode, m, B = _check_run(workload, topo, strategy, microbatches, samples_per_replica, mode, granularity)
     policy = M.check_policy(memory)
     run = _Run(workload, topo, abc, mode, B, npu, plan_layout(workload, abc, mode, npu, granularity, stream_steps),
-               sim_factory)
+               sim_factory, wafers)
     before = memory_plan(workload, abc, run.layout, M.POLICIES["none"], m, B, npu)
     pols = list(M.POLICIES.values()) if policy == "auto" else [M.POLICIES[policy]]
     considered = [run.smallest_fit(pol, m) for pol in pols]
@@ -211,8 +215,9 @@ class _Run:
     """One workload, strategy and topology: the memory plan of a policy, and the simulation of a
     plan."""
 
-    def __init__(self, workload, topo, abc, mode, B, npu, layout, sim_factory):
+    def __init__(self, workload, topo, abc, mode, B, npu, layout, sim_factory, wafers=None):
         self.workload, self.topo, self.abc, self.mode, self.B, self.npu = workload, topo, abc, mode, B, npu
+        self.wafers = wafers if wafers is not None and wafers.wafers > 1 else None
         self.layout, self.off_layout = layout, offload_layout(layout)
         self.sim_factory = sim_factory or Sim
 
@@ -238,7 +243,7 @@ class _Run:
         """Build the iteration under memory plan ``plan``, simulate it and analyse the run."""
         topo, B = self.topo, self.B
         sim = self.sim_factory(topo)
-        g = ScheduleGraph(sim)
+        g = ScheduleGraph(sim) if self.wafers is None else MultiWaferGraph(sim, self.wafers)
         notes = []
         t0 = time.perf_counter()
         mb = B / plan.microbatches
@@ -246,6 +251,8 @@ class _Run:
         build(g, self.workload, self.abc, plan.microbatches, mb, B, self.npu, self.lay(plan.policy), plan)
         res = sim.run()
         out = analyse(g, res, self.abc, notes)
+        if self.wafers is not None:
+            add_busy(g, res, out.comm_busy)
         out.sim_seconds = time.perf_counter() - t0
         out.preemptions = int(getattr(res, "preemptions", 0))
         out.timing_source = str(getattr(res, "timing_source", "") or getattr(getattr(topo, "timing", None), "source", ""))

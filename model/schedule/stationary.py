@@ -126,7 +126,7 @@ class _Stationary:
             grads = t
             if ch.mp_bwd:
                 t = g.coll("all-reduce", self.mpg[s], ch.mp_bwd, [t], "mp")
-            if j == m - 1 and b > 1 and ch.params:
+            if j == m - 1 and (b > 1 or getattr(g, "wafers", 1) > 1) and ch.params:   # DP across wafers
                 last_dp[s] = g.coll("all-reduce", self.dpg[s], ch.params * self.dt / a, [grads, last_dp[s]], "dp")
         return t
 

@@ -159,7 +159,9 @@ class WaferParams:
 class FabricVariant:
     """A wafer fabric choice (FRED-SPEC §5 table).
 
-    * ``kind``: "mesh" (5x4 2D mesh, X-Y routing) or "tree" (FRED 2-level tree);
+    * ``kind``: "mesh" (5x4 2D mesh, X-Y routing), "torus" (5x4 2D torus at the mesh's link
+      budget, shortest-direction dimension-order routing), "tree" (FRED 2-level tree) or "switch"
+      (one crossbar of the NPUs' port bandwidth; docs/network.md "Other wafer fabrics");
     * ``l1_l2_bw``: L1<->L2 bandwidth per L1, each direction (tree only);
     * ``in_switch``: switches reduce and multicast (in-switch collectives);
     * ``multicast``: the network can replicate a stream (tree: = in_switch; mesh: ours, the NPU
@@ -178,7 +180,8 @@ class FabricVariant:
 
     @property
     def display(self) -> str:
-        return {"mesh": "Mesh", "fred-a": "Fred-A", "fred-b": "Fred-B", "fred-c": "Fred-C", "fred-d": "Fred-D"}.get(self.name, self.name)
+        return {"mesh": "Mesh", "fred-a": "Fred-A", "fred-b": "Fred-B", "fred-c": "Fred-C", "fred-d": "Fred-D",
+                "torus": "Torus", "switched": "Xbar", "switched-inr": "XbarINR"}.get(self.name, self.name)
 
 
 VARIANTS: dict[str, FabricVariant] = {
@@ -192,13 +195,23 @@ VARIANTS: dict[str, FabricVariant] = {
                             "FRED-SPEC §5: Fred-C, 12 TB/s L1<->L2, no in-switch collectives"),
     "fred-d": FabricVariant("fred-d", "tree", L1_L2_BW_HIGH, True, True, "in-switch", 30 * TB,
                             "FRED-SPEC §5: Fred-D, 12 TB/s L1<->L2, in-switch reduce L1->L2 + broadcast down"),
+    # ours (docs/network.md "Other wafer fabrics"): the baselines a reviewer would propose, each at
+    # the mesh's per-NPU budget (3 TB/s send + 3 TB/s receive), I/O controllers as on the mesh
+    "torus": FabricVariant("torus", "torus", None, False, True, "hier2d", 10 * MESH_LINK_BW,
+                           "ours: 5x4 2D torus (folded, wraparound links), 4 x 750 GB/s per NPU, bisection 7.5 TB/s"),
+    "switched": FabricVariant("switched", "switch", None, False, False, "ring", NPU_COUNT // 2 * NPU_NET_BW,
+                              "ours: one crossbar, 3 TB/s per NPU port, endpoint collectives, bisection 30 TB/s"),
+    "switched-inr": FabricVariant("switched-inr", "switch", None, True, True, "in-switch", NPU_COUNT // 2 * NPU_NET_BW,
+                                  "ours: one crossbar, 3 TB/s per NPU port, reduction at the output port "
+                                  "(SHARP/NVLS-like) at line rate, multicast"),
 }
 
 FABRICS = tuple(VARIANTS)
 
 _ALIASES = {"fred_a": "fred-a", "freda": "fred-a", "a": "fred-a", "fred_b": "fred-b", "fredb": "fred-b", "b": "fred-b",
             "fred_c": "fred-c", "fredc": "fred-c", "c": "fred-c", "fred_d": "fred-d", "fredd": "fred-d", "d": "fred-d",
-            "2d-mesh": "mesh", "mesh2d": "mesh"}
+            "2d-mesh": "mesh", "mesh2d": "mesh", "2d-torus": "torus", "torus2d": "torus", "xbar": "switched",
+            "crossbar": "switched", "switched_inr": "switched-inr", "xbar-inr": "switched-inr"}
 
 
 def canonical_fabric(name: str) -> str:

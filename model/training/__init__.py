@@ -3,8 +3,8 @@ scan with its crossovers, and estimates from ASTRA-sim and Chakra traces.
 """
 
 from .estimator import (
-    Estimate, FABRIC_ORDER, KINDS, PAPER_SPEEDUPS, estimate, estimate_table, resolve_fabrics,
-    resolve_workloads)
+    ALL_FABRICS, Estimate, FABRIC_ORDER, KINDS, PAPER_SPEEDUPS, estimate, estimate_table, multi_wafer,
+    resolve_fabrics, resolve_workloads)
 from .scanner import (
     K_MAX, K_MIN, K_POINTS, PAPER_BAND, PAPER_SAMPLES_PER_REPLICA, REFINE_RTOL, SAVINGS, k_grid, scan,
     to_json)
@@ -12,6 +12,7 @@ from .trace_estimate import (
     COMM_OPS, DEFAULT_CLOCK_GHZ, TraceEstimate, estimate_trace, resolve_strategy, trace_table)
 
 __all__ = [
+    "ALL_FABRICS",
     "COMM_OPS",
     "DEFAULT_CLOCK_GHZ",
     "Estimate",
@@ -30,6 +31,7 @@ __all__ = [
     "estimate_table",
     "estimate_trace",
     "k_grid",
+    "multi_wafer",
     "resolve_fabrics",
     "resolve_strategy",
     "resolve_workloads",

@@ -25,8 +25,12 @@ from fred.model.workload import DEFAULT_POLICY
 from fred.model.schedule import DEFAULT_GRANULARITY, DEFAULT_STREAM_STEPS, KINDS, build_and_run
 from fred.model.network import build_fabric
 from fred.model.workload import list_workloads, load_workload, workload_ref
+from fred.model.schedule import INTER_WAFER
+from fred.model.collectives import MAX_WAFERS, OffWaferLevel, off_wafer_network
 
 FABRIC_ORDER = ("mesh", "fred-a", "fred-b", "fred-c", "fred-d")
+#: every fabric in table order: the default table's, then the other baselines (fred.model.system.params)
+ALL_FABRICS = FABRIC_ORDER + ("torus", "switched", "switched-inr")
 
 #: FRED-SPEC §7 / paper Fig. 10: end-to-end speedup over the mesh
 PAPER_SPEEDUPS = {
@@ -67,6 +71,8 @@ class Estimate:
     memory_candidates: list = field(default_factory=list)
     hbm_capacity: float = 0.0
     npu: str = ""                         # NPU description (preset and source)
+    wafers: int = 1                       # wafers training data-parallel (fred.model.collectives.offwafer)
+    off_wafer: str = ""                   # the off-wafer network joining them ("" for one wafer)
 
     @property
     def exposed_comm(self) -> float:
@@ -96,8 +102,17 @@ MAX_STEPS = 256
 
 def estimate(workload, fabric, strategy=None, *, params=None, npu=None, microbatches=None,
              samples_per_replica=None, mode=None, granularity=DEFAULT_GRANULARITY,
-             stream_steps=DEFAULT_STREAM_STEPS, memory=DEFAULT_POLICY) -> Estimate:
-    """Simulate one training iteration of ``workload`` on ``fabric`` ("mesh", "fred-a".."fred-d").
+             stream_steps=DEFAULT_STREAM_STEPS, memory=DEFAULT_POLICY, wafers=1, off_wafer=None) -> Estimate:
+    """Simulate one training iteration of ``workload`` on ``fabric`` ("mesh", "fred-a".."fred-d",
+    "torus", "switched", "switched-inr").
+
+    ``wafers``: W wafers of that fabric training data-parallel across wafers, joined through their
+    I/O controllers by ``off_wafer`` (a name of :data:`fred.model.collectives.offwafer.NETWORKS`, a YAML path or
+    an :class:`~fred.model.collectives.offwafer.OffWaferNetwork`; default ``ndr``): one wafer's schedule is
+    simulated with the inter-wafer level inserted (:mod:`fred.model.schedule.iteration.multiwafer`), and
+    ``exposed["inter_wafer"]`` is its share of the critical path; ``samples_per_replica`` stays per
+    DP replica of a wafer, so the global minibatch is W x DP x samples. ``wafers=1`` is one wafer,
+    exactly as without the option.
 
     ``memory`` is the memory policy (:mod:`fred.model.workload.memory`; default ``auto``: the cheapest
     that fits). A configuration that fits under no allowed policy raises :class:`~fred.FredError`.
@@ -108,6 +123,7 @@ def estimate(workload, fabric, strategy=None, *, params=None, npu=None, microbat
         check_number("samples_per_replica", samples_per_replica, 0, MAX_SAMPLES, low_open=True)
     check_int("granularity", granularity, 1, MAX_STEPS)
     check_int("stream_steps", stream_steps, 1, MAX_STEPS)
+    level = multi_wafer(wafers, off_wafer, params)
     if mode is not None and not isinstance(mode, str):
         raise TypeError(f"mode must be weight-stationary or weight-streaming, not {type(mode).__name__} {mode!r}")
     w = load_workload(workload)
@@ -121,17 +137,38 @@ def estimate(workload, fabric, strategy=None, *, params=None, npu=None, microbat
     B = float(samples_per_replica or w.samples_per_replica)
     topo = build_fabric(fab, p)
     r = build_and_run(w, topo, abc, npu=npu, microbatches=m, samples_per_replica=B, granularity=granularity,
-                      stream_steps=stream_steps, memory=memory)
+                      stream_steps=stream_steps, memory=memory, wafers=level)
+    W = level.wafers if level is not None else 1
+    exposed = dict(r.exposed)
+    if W > 1:
+        exposed.setdefault(INTER_WAFER, 0.0)
     return Estimate(workload=w.name, fabric=fab, strategy=format_strategy(abc), mode=w.mode,
-                    microbatches=r.microbatches or m,
-                    samples_per_replica=B, minibatch=B * abc[1], iteration_time=r.iteration_time,
-                    compute_time=r.compute_time, compute_busy=r.compute_busy, exposed=dict(r.exposed),
+                    microbatches=r.microbatches or m, wafers=W, off_wafer=level.network.name if W > 1 else "",
+                    samples_per_replica=B, minibatch=B * abc[1] * W, iteration_time=r.iteration_time,
+                    compute_time=r.compute_time, compute_busy=r.compute_busy, exposed=exposed,
                     comm_busy=dict(r.comm_busy), memory_per_npu=r.memory_per_npu,
                     timing_source=r.timing_source or p.switch.source, tasks=r.tasks, sim_seconds=r.sim_seconds,
                     paper_speedup=PAPER_SPEEDUPS.get(w.name, {}).get(fab), notes=list(r.notes),
                     preemptions=r.preemptions, memory_policy=r.memory_policy, memory_before=r.memory_before,
                     memory_states=r.memory_states, offload_bytes=r.offload_bytes, recompute_time=r.recompute_busy,
                     memory_candidates=list(r.memory_candidates), hbm_capacity=npu.hbm_capacity, npu=npu.source)
+
+
+def multi_wafer(wafers=1, off_wafer=None, params=None):
+    """The :class:`~fred.model.collectives.offwafer.OffWaferLevel` of ``wafers`` wafers of ``params`` (default
+    set) on ``off_wafer``, or None for one wafer (``off_wafer`` is then refused if given). The
+    function ``estimate`` and other front ends (inference, sweeps) share to set the level up."""
+    check_int("wafers", wafers, 1, MAX_WAFERS)
+    if wafers == 1:
+        if off_wafer is not None:
+            raise ValueError("off_wafer needs wafers > 1 (one wafer has no off-wafer network)")
+        return None
+    p = params or default_params()
+    try:
+        net = off_wafer_network(off_wafer)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"off_wafer: {exc}") from None
+    return OffWaferLevel(wafers, net, p.io_count, p.io_bw)
 
 
 def resolve_workloads(names=None) -> list[str]:
@@ -188,4 +225,5 @@ def speedup_rows(cells: dict, fabrics) -> list:
     return rows
 
 
-__all__ = ["Estimate", "estimate", "estimate_table", "PAPER_SPEEDUPS", "FABRIC_ORDER", "KINDS"]
+__all__ = ["Estimate", "estimate", "estimate_table", "multi_wafer", "PAPER_SPEEDUPS", "FABRIC_ORDER", "ALL_FABRICS",
+           "KINDS"]

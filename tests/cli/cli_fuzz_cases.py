@@ -64,7 +64,7 @@ KNOWN = {
     "--bit-error-rate": ["1e-7"],   # within the embedded default's goodput curve (0 = the default)
     "--chakra": ["{d}/chakra4"], "--trace": ["{d}/mlp.txt"], "--plot": ["{d}/p.png", "{d}/p.svg"],
     "--output": ["{d}/o.v", "{d}/sub/o.json"], "--faults": ["corrupt", "drop,delay"],
-    "--phases": ["reduce", "all-reduce,unicast"],
+    "--phases": ["reduce", "all-reduce,unicast"], "--off-wafer": ["ndr-sharp", "ring"],
 }
 
 #: values no option takes well, and a few that some take

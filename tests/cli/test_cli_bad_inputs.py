@@ -222,6 +222,7 @@ INT_OPTIONS = [
     ("compare", "--beats", 4, 10_000), ("compare", "--seed", 0, 2**32 - 1), ("compare", "--ports", 2, 64),
     ("scan", "--points", 1, 100), ("scan", "--samples", 1, 1_000_000), ("scan", "--microbatches", 1, 1024),
     ("scan", "--granularity", 1, 256), ("sweep", "--workers", 0, 64), ("scan", "--workers", 0, 64),
+    ("estimate", "--wafers", 1, 256), ("sweep", "--wafers", 1, 256), ("scan", "--wafers", 1, 256),
 ]
 
 #: (command line before the option, option, least, most, least excluded) of every real-number option
@@ -279,7 +280,8 @@ def _name_cases():
             ("collective", "--group"), ("collective", "--strategy"), ("collective", "--algorithm"),
             ("collective", "--timing"), ("timing", "--timing"), ("estimate", "--strategy"), ("estimate", "--timing"),
             ("sweep", "--timing"), ("sweep", "--workload"), ("estimate", "--npu"), ("estimate", "--memory"),
-            ("estimate", "--trace"), ("estimate", "--trace-header"), ("sweep", "--scheduler"), ("scan", "--npu")]
+            ("estimate", "--trace"), ("estimate", "--trace-header"), ("sweep", "--scheduler"), ("scan", "--npu"),
+            ("estimate --wafers 2", "--off-wafer")]
     out = [(f"{cmd} {opt} ''", f"{opt} '' must not be empty") for cmd, opt in opts]
     out += [(f"{cmd} {opt} '  '", f"{opt} '  ' must not be empty") for cmd, opt in opts[:4]]
     lists = [("collective", "--fabric"), ("estimate", "--fabric"), ("estimate", "--workload"),

@@ -104,8 +104,8 @@ def test_generic_topologies_and_route():
 
 
 def test_bad_topology_input():
-    with pytest.raises(ValueError, match="unknown fabric 'torus'"):
-        build_fabric("torus")
+    with pytest.raises(ValueError, match="unknown fabric 'hypercube'"):
+        build_fabric("hypercube")
     t = ring(4, 1e9)
     with pytest.raises(ValueError, match="NPU 7 .*outside"):
         t.check_npus([0, 7])

@@ -163,7 +163,7 @@ def _fred(*args):
 
 @pytest.mark.parametrize("args, msg", [
     (["estimate", "--workload", "vgg"], "unknown workload 'vgg'"),
-    (["estimate", "--fabric", "torus"], "unknown fabric 'torus'"),
+    (["estimate", "--fabric", "hypercube"], "unknown fabric 'hypercube'"),
     (["estimate", "--workload", "resnet-152", "--strategy", "MP(2)-DP(5)-PP(3)"], "uses 30 NPUs, not 20"),
     (["estimate", "--workload", "gpt3-175b", "--fabric", "mesh", "--mode", "weight-stationary"], "does not fit in HBM"),
     (["estimate", "--workload", "resnet-152", "--npu", "a100"], "npu 'a100' is unknown"),
