@@ -29,6 +29,7 @@ BENCHMARKS = {
     "area-width": "fred.benchmarks.area_width:main",
     "training": "fred.benchmarks.training:main",
     "scale-out": "fred.benchmarks.training:scale_out",
+    "testtime": "fred.benchmarks.testtime:main",
 }
 
 USAGE = f"""usage: python -m fred.bench [NAME ...]
