@@ -73,7 +73,7 @@ def test_docs_worked_example_is_the_library_crc():
     import re
 
     import crc32c
-    doc = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "switch.md").read_text()
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "switch.md").read_text()
     block = doc.split("<!-- crc-example:begin -->")[1].split("<!-- crc-example:end -->")[0]
     fields = dict(re.findall(r"`(\w+)\s*=\s*(0x[0-9A-Fa-f]+|\d+)`", block))
     fmt = pk.WireFormat(int(fields["flit_bits"]), int(fields["fseq_bits"]))
@@ -93,7 +93,7 @@ def test_crc_check_rtl_known_answers():
     import crc32c
     from amaranth.hdl import Module, Signal
 
-    from fred.hdl.linkcheck import crc_check
+    from fred.hdl.switch.linkcheck import crc_check
     rng = random.Random(3)
     for n in (72, 77, 4109):
         m = Module()
@@ -123,7 +123,7 @@ def test_link_ends_rtl_known_answers():
     or one covered bit flipped."""
     import crc32c
 
-    from fred.hdl.linkcheck import LinkRx, LinkTx
+    from fred.hdl.switch.linkcheck import LinkRx, LinkTx
 
     def lib_seal(low):
         return low | crc32c.crc32c(low.to_bytes((FMT.covered + 7) // 8, "little")) << FMT.covered
