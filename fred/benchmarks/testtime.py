@@ -14,6 +14,12 @@ is not rebuilt; the block states how many Verilator builds the run made).
 
 ``--from DIR`` formats an earlier run's records (the JSON lines the plugin wrote into ``DIR``,
 and ``DIR/run.json``) without running the tests again.
+
+``--regress GROUP ...`` runs ``make regress-GROUP`` for each group named (``all``: every group of
+:data:`GROUPS`) instead, measures each the same way, keeps the figures in
+``build/regress-time.json`` (one entry per group, the latest run) and rewrites the README block
+between ``<!-- regress-time:begin -->`` and ``<!-- regress-time:end -->`` from that file: a
+group never measured on this machine says so.
 """
 
 from __future__ import annotations
@@ -27,11 +33,15 @@ import sys
 import tempfile
 import time
 
-__all__ = ["main", "measure", "report", "slowest"]
+__all__ = ["main", "measure", "report", "slowest", "regress", "regress_report", "GROUPS"]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "README.md"
 BEGIN, END = "<!-- testtime:begin -->", "<!-- testtime:end -->"
+RBEGIN, REND = "<!-- regress-time:begin -->", "<!-- regress-time:end -->"
+#: the groups of make regress (the Makefile's REGRESS_GROUPS, tests/conftest.py)
+GROUPS = ("cells", "fabric", "switch", "model", "formal")
+REGRESS_JSON = ROOT / "build" / "regress-time.json"
 #: environment variable naming the folder the plugin writes its records into
 ENV = "FRED_TESTTIME_DIR"
 TOP = 10
@@ -69,15 +79,15 @@ except ImportError:         # pragma: no cover -- the bench itself does not need
 
 
 # -- the bench ------------------------------------------------------------------------------------
-def measure(out: pathlib.Path, make: str = "make") -> dict:
-    """Run ``make test`` with the plugin writing into ``out``; return the run's figures."""
+def measure(out: pathlib.Path, make: str = "make", target: str = "test") -> dict:
+    """Run ``make TARGET`` with the plugin writing into ``out``; return the run's figures."""
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, **{ENV: str(out), "PYTEST_PLUGINS": "fred.benchmarks.testtime"})
     load = os.getloadavg()[0]
     builds0 = _builds()
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([make, "-C", str(ROOT), "test"], env=env, stdout=subprocess.PIPE,
+    proc = subprocess.run([make, "-C", str(ROOT), target], env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -85,7 +95,8 @@ def measure(out: pathlib.Path, make: str = "make") -> dict:
     run = {"wall": round(wall, 1),
            "cpu": round(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime, 1),
            "exit": proc.returncode, "summary": tail[0].strip("= "), "cores": os.cpu_count(),
-           "load": round(load, 2), "builds": _builds() - builds0, "revision": _revision()}
+           "load": round(load, 2), "builds": _builds() - builds0, "revision": _revision(),
+           "target": target}
     (out / "run.json").write_text(json.dumps(run))
     (out / "pytest.log").write_text(proc.stdout)
     return run
@@ -124,19 +135,65 @@ def report(run: dict, recs: list) -> str:
     return "\n".join(lines)
 
 
-def publish(text: str):
+def publish(text: str, begin: str = BEGIN, end: str = END):
     if DOC.is_file():
         doc = DOC.read_text()
-        if BEGIN in doc and END in doc:
+        if begin in doc and end in doc:
             from fred.contract.outputs import write_atomic
-            head, rest = doc.split(BEGIN, 1)
-            _, tail = rest.split(END, 1)
-            write_atomic(DOC, head + BEGIN + "\n" + text + "\n" + END + tail)
-            print(f"(rewrote the {BEGIN} block of {os.path.relpath(DOC, ROOT)})")
+            head, rest = doc.split(begin, 1)
+            _, tail = rest.split(end, 1)
+            write_atomic(DOC, head + begin + "\n" + text + "\n" + end + tail)
+            print(f"(rewrote the {begin} block of {os.path.relpath(DOC, ROOT)})")
+
+
+def regress_report(runs: dict) -> str:
+    """The README table of ``make regress-GROUP`` runs (``runs``: group -> figures)."""
+    lines = ["`make regress-GROUP` as measured by `python -m fred.benchmarks.testtime --regress GROUP` "
+             "(wall and CPU time of make and every process under it; 2 workers):", "",
+             "| target | tests | wall | CPU | cores, load at start | builds made | revision |",
+             "|---|---|---|---|---|---|---|"]
+    for g in GROUPS:
+        r = runs.get(g)
+        if r is None:
+            lines.append(f"| `make regress-{g}` | not measured yet | | | | | |")
+            continue
+        lines.append(f"| `make regress-{g}` | {r['summary']} | {r['wall'] / 60:,.1f} min | "
+                     f"{r['cpu'] / 60:,.1f} min | {r['cores']}, {r['load']} | {r['builds']} | "
+                     f"{r['revision']}{'' if r['exit'] == 0 else ' (FAILED)'} |")
+    return "\n".join(lines)
+
+
+def regress(groups) -> int:
+    unknown = [g for g in groups if g not in GROUPS + ("all",)]
+    if unknown or not groups:
+        print(f"fred: error: --regress {' '.join(unknown) or '(nothing)'}: the groups are "
+              f"{', '.join(GROUPS)} or all", file=sys.stderr)
+        return 2
+    groups = GROUPS if "all" in groups else tuple(groups)
+    runs = json.loads(REGRESS_JSON.read_text()) if REGRESS_JSON.is_file() else {}
+    failed = 0
+    for g in groups:
+        out = pathlib.Path(tempfile.mkdtemp(prefix=f"fred-regress-{g}-"))
+        print(f"running make regress-{g} (records in {out}) ...", flush=True)
+        run = measure(out, target=f"regress-{g}")
+        failed |= run["exit"] != 0
+        runs[g] = run
+        REGRESS_JSON.parent.mkdir(parents=True, exist_ok=True)
+        REGRESS_JSON.write_text(json.dumps(runs, indent=1))
+        recs = tests_of(out)
+        print(f"make regress-{g}: {run['wall']:,.0f} s wall, {run['cpu']:,.0f} s CPU, {run['summary']}")
+        for r in slowest(recs, 5):
+            print(f"  {r['cpu']:8.1f} s CPU  {r['test']}")
+    text = regress_report(runs)
+    print(text)
+    publish(text, RBEGIN, REND)
+    return 1 if failed else 0
 
 
 def main(argv=()) -> int:
     argv = list(argv)
+    if argv[:1] == ["--regress"]:
+        return regress(argv[1:])
     if argv[:1] == ["--from"] and len(argv) == 2:
         out = pathlib.Path(argv[1])
         if not (out / "run.json").is_file():
@@ -145,7 +202,8 @@ def main(argv=()) -> int:
             return 2
         run = json.loads((out / "run.json").read_text())
     elif argv:
-        print(f"fred: error: testtime takes no argument but --from DIR, not {' '.join(argv)}",
+        print(f"fred: error: testtime takes no argument but --from DIR or --regress GROUP..., "
+              f"not {' '.join(argv)}",
               file=sys.stderr)
         return 2
     else:

@@ -126,8 +126,12 @@ def _caught(testcase, fault, **kw):
         run(testcase, 1, P=4, fault=fault, **kw)
 
 
+@pytest.mark.regress
 def test_switch_header_off_by_one_caught():
-    """Output headers with phase index + 1: the per-packet scoreboard fails at the first one."""
+    """Output headers with phase index + 1: the per-packet scoreboard fails at the first one.
+    make regress (one more switch build); in make test the mutant fails
+    tests/hdl/test_switch.py::test_switch_header_off_by_one_mutant_is_caught_in_amaranth_sim and
+    the overlap bench's tests/model/test_model_vs_rtl_overlap.py::test_overlap_header_off_by_one_caught."""
     _caught("switch_random", "header-off-by-one", rounds=3)
 
 
