@@ -2,8 +2,8 @@
 #   make run           the main job: set up, emit Verilog, characterize the switch, print estimates
 #   make test          every test that CI runs (the README states its measured time)
 #   make regress       make test and every regress-GROUP target below (the README states their times)
-#   make regress-cells / regress-fabric / regress-switch / regress-model / regress-formal
-#                      one group of the regression matrix and long soaks (tests/conftest.py)
+#   make regress-GROUP one group of the regression matrix and long soaks (tests/conftest.py), GROUP
+#                      cells, adders, fabric, switch, links, characterize, model or formal
 #   make coverage      cell, fabric and switch benches with functional coverage; fails on an empty bin
 #   make formal        formal proofs (SymbiYosys, Yices): every property x design, as a table
 #   make bench         benchmarks (timings and ratios, not pass/fail tests)
@@ -19,7 +19,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 BUILD  := build
 #: the groups of make regress (tests/conftest.py REGRESS_GROUPS)
-REGRESS_GROUPS := cells fabric switch model formal
+REGRESS_GROUPS := cells adders fabric switch links characterize model formal
 #: pytest's options of make regress-GROUP
 REGRESS_PYTEST = FRED_REGRESS=1 $(PY) -m pytest -n $(JOBS) --dist worksteal
 
@@ -56,20 +56,12 @@ test: $(STAMP)
 
 regress: test $(addprefix regress-,$(REGRESS_GROUPS))
 
-regress-cells: $(STAMP)
-	$(REGRESS_PYTEST) -m "regress and group_cells" tests
+define REGRESS_RULE
+regress-$(1): $$(STAMP)
+	$$(REGRESS_PYTEST) -m "regress and group_$(1)" tests
 
-regress-fabric: $(STAMP)
-	$(REGRESS_PYTEST) -m "regress and group_fabric" tests
-
-regress-switch: $(STAMP)
-	$(REGRESS_PYTEST) -m "regress and group_switch" tests
-
-regress-model: $(STAMP)
-	$(REGRESS_PYTEST) -m "regress and group_model" tests
-
-regress-formal: $(STAMP)
-	$(REGRESS_PYTEST) -m "regress and group_formal" tests
+endef
+$(foreach g,$(REGRESS_GROUPS),$(eval $(call REGRESS_RULE,$(g))))
 
 coverage: $(STAMP)
 	$(PY) -m fred.sim.coverage --out $(BUILD)/coverage

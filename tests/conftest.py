@@ -15,12 +15,15 @@ import pytest
 
 #: group -> test files (base names) whose regress tests it runs
 REGRESS_GROUPS = {
-    "cells": ("test_cells_cocotb.py", "test_adders.py", "test_crossbar.py", "test_build_cache.py"),
+    "cells": ("test_cells_cocotb.py", "test_crossbar.py", "test_build_cache.py"),
+    "adders": ("test_adders.py",),
     "fabric": ("test_fabric_sim.py", "test_wide_fabric.py", "test_routing.py", "test_soak.py"),
-    "switch": ("test_switch_bench.py", "test_faults.py", "test_hier.py", "test_model_vs_rtl_overlap.py",
-               "test_characterize.py", "test_switch.py", "test_linkcheck.py", "test_switch_online.py"),
+    "switch": ("test_switch_bench.py", "test_hier.py", "test_switch.py", "test_linkcheck.py",
+               "test_switch_online.py"),
+    "links": ("test_faults.py", "test_sim_faults_cli.py", "test_gbn.py"),
+    "characterize": ("test_characterize.py", "test_clock.py", "test_model_vs_rtl_overlap.py"),
     "model": ("test_model_training_table.py", "test_model_streaming.py", "test_cli_bad_inputs.py",
-              "test_api_checks.py", "test_clock.py", "test_model_network.py"),
+              "test_api_checks.py", "test_model_network.py"),
     "formal": ("test_formal.py",),
 }
 #: test function name -> group, where it differs from its file's

@@ -47,7 +47,11 @@ def test_regress_groups_agree_and_readme_has_the_blocks():
         sys.path.pop(0)
     assert tuple(groups) == testtime.GROUPS == tuple(conftest.REGRESS_GROUPS)
     for g in groups:
-        assert f'regress-{g}: $(STAMP)\n\t$(REGRESS_PYTEST) -m "regress and group_{g}" tests' in make
+        dry = subprocess.run(["make", "-n", "-C", str(ROOT), f"regress-{g}"], capture_output=True, text=True)
+        assert dry.returncode == 0, dry.stderr
+        assert f'-m pytest -n 2 --dist worksteal -m "regress and group_{g}" tests' in dry.stdout
+    dry = subprocess.run(["make", "-n", "-C", str(ROOT), "regress"], capture_output=True, text=True)
+    assert all(f'"regress and group_{g}"' in dry.stdout for g in groups) and '-m "not regress"' in dry.stdout
     readme = (ROOT / "README.md").read_text()
     for begin, end in ((testtime.BEGIN, testtime.END), (testtime.RBEGIN, testtime.REND)):
         assert readme.count(begin) == 1 and readme.count(end) == 1
