@@ -57,7 +57,7 @@ def _builds():
     """Number of Verilator build entries in the build cache (to count the builds a run made)."""
     from fred.contract.cache import cache_root
     root = cache_root() / "sim"
-    return sum(1 for p in root.iterdir() if p.is_dir()) if root.is_dir() else 0
+    return sum(1 for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else 0
 
 
 try:
