@@ -17,7 +17,8 @@ import pytest
 REGRESS_GROUPS = {
     "cells": ("test_cells_cocotb.py", "test_crossbar.py", "test_build_cache.py"),
     "adders": ("test_adders.py",),
-    "fabric": ("test_fabric_sim.py", "test_wide_fabric.py", "test_routing.py", "test_soak.py"),
+    "fabric": ("test_fabric_sim.py", "test_routing.py", "test_soak.py"),
+    "wide": ("test_wide_fabric.py",),
     "switch": ("test_switch_bench.py", "test_hier.py", "test_switch.py", "test_linkcheck.py",
                "test_switch_online.py"),
     "links": ("test_faults.py", "test_sim_faults_cli.py", "test_gbn.py"),
