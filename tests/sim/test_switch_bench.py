@@ -87,7 +87,8 @@ def test_switch_priority_p4():
 
 @pytest.mark.regress
 def test_switch_random_p5():
-    """Table phases on FRED_3(5) (odd: the demux/mux port too). make regress: one switch build (FRED_3(5) inside); make test checks the 5-port control under
+    """Table phases on FRED_3(5) (odd: the demux/mux port too). make regress: one more switch
+    build (~50 s of CPU with the run, measured); make test checks the 5-port control under
     amaranth.sim (tests/sim/test_switch_online.py::test_switch_routes_default_index_online[*-5],
     online routing at 5 ports), the FRED_3(5) fabric bit-exact on the compiled path
     (tests/sim/test_fabric_sim.py::test_fabric_random_flows_subset[P5-m3-fp32], line rate and
@@ -139,12 +140,8 @@ def _caught(testcase, fault, **kw):
         run(testcase, 1, P=4, fault=fault, **kw)
 
 
-@pytest.mark.regress
 def test_switch_header_off_by_one_caught():
-    """Output headers with phase index + 1: the per-packet scoreboard fails at the first one.
-    make regress (one more switch build); in make test the mutant fails
-    tests/hdl/test_switch.py::test_switch_header_off_by_one_mutant_is_caught_in_amaranth_sim and
-    the overlap bench's tests/model/test_model_vs_rtl_overlap.py::test_overlap_header_off_by_one_caught."""
+    """Output headers with phase index + 1: the per-packet scoreboard fails at the first one."""
     _caught("switch_random", "header-off-by-one", rounds=3)
 
 
