@@ -1,7 +1,9 @@
 # FRED -- every target creates .venv on first use.
 #   make run           the main job: set up, emit Verilog, characterize the switch, print estimates
-#   make test          every test that CI runs (under 15 minutes on 2 cores)
-#   make regress       the full regression matrix and long soaks (slow)
+#   make test          every test that CI runs (the README states its measured time)
+#   make regress       make test and every regress-GROUP target below (the README states their times)
+#   make regress-GROUP one group of the regression matrix and long soaks (tests/conftest.py), GROUP
+#                      cells, adders, fabric, wide, switch, links, characterize, model or formal
 #   make coverage      cell, fabric and switch benches with functional coverage; fails on an empty bin
 #   make formal        formal proofs (SymbiYosys, Yices): every property x design, as a table
 #   make bench         benchmarks (timings and ratios, not pass/fail tests)
@@ -16,8 +18,12 @@ FRED   := $(VENV)/bin/fred
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 BUILD  := build
+#: the groups of make regress (tests/conftest.py REGRESS_GROUPS)
+REGRESS_GROUPS := cells adders fabric wide switch links characterize model formal
+#: pytest's options of make regress-GROUP
+REGRESS_PYTEST = FRED_REGRESS=1 $(PY) -m pytest -n $(JOBS) --dist worksteal
 
-.PHONY: all run test regress coverage formal bench verilog characterize venv clean distclean
+.PHONY: all run test regress $(addprefix regress-,$(REGRESS_GROUPS)) coverage formal bench verilog characterize venv clean distclean
 
 all: run
 
@@ -48,8 +54,14 @@ run: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) --dist worksteal -m "not regress" tests
 
-regress: $(STAMP)
-	FRED_REGRESS=1 $(PY) -m pytest -n $(JOBS) tests
+regress: test $(addprefix regress-,$(REGRESS_GROUPS))
+
+define REGRESS_RULE
+regress-$(1): $$(STAMP)
+	$$(REGRESS_PYTEST) -m "regress and group_$(1)" tests
+
+endef
+$(foreach g,$(REGRESS_GROUPS),$(eval $(call REGRESS_RULE,$(g))))
 
 coverage: $(STAMP)
 	$(PY) -m fred.sim.coverage --out $(BUILD)/coverage

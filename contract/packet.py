@@ -53,8 +53,9 @@ Link integrity (the wire)
 On the wire every flit carries a sideband protected with it by a CRC (:class:`WireFormat`,
 docs/switch.md "Link integrity"): ``last``, ``head`` (first flit of a packet), ``probe`` (a
 credit probe, not a flit of any packet), the flit's ``vc``, ``fseq`` (per-VC flit sequence
-number, :func:`fseq_bits_for` bits) and ``check`` = CRC-32C (Castagnoli, polynomial
-``0x1EDC6F41``) over every other wire bit, inverted. The switch checks it at every input and
+number, :func:`fseq_bits_for` bits) and ``check`` = the standard CRC-32C (Castagnoli, polynomial
+``0x1EDC6F41``, reflected, preset and final XOR ``0xFFFFFFFF``: :func:`crc32c`) of every other
+wire bit taken as little-endian bytes (:func:`crc_bytes_of`). The switch checks it at every input and
 regenerates it at every output (its outputs carry sums); the receiving endpoint checks it too.
 Link protocol (gaps, duplicates, credits of lost flits): :mod:`fred.contract.link`.
 
@@ -74,7 +75,8 @@ __all__ = [
     "Header", "Packet", "PacketError", "check_byte", "encode_header", "decode_header",
     "header_errors", "is_header_valid", "pack", "unpack", "split_packets", "link_word",
     "word_fields", "flit_from_lanes", "lanes_from_flit",
-    "CRC_BITS", "CRC_POLY", "crc32c", "crc_columns", "WireFormat", "Wire", "fseq_bits_for",
+    "CRC_BITS", "CRC_POLY", "CRC_POLY_REFLECTED", "CRC_INIT", "CRC_XOROUT", "crc32c",
+    "crc32c_bytes", "crc_bytes_of", "crc_columns", "crc_zero", "WireFormat", "Wire", "fseq_bits_for",
 ]
 
 HEADER_BITS = 48
@@ -283,15 +285,21 @@ CRC_BITS = 32
 #: CRC-32C (Castagnoli), normal form; Hamming distance 6 up to 5,243 message bits (Koopman), so
 #: any 5 flipped bits of a 512-byte flit with its sideband are detected, and every burst <= 32 bits
 CRC_POLY = 0x1EDC6F41
+#: the standard CRC-32C's other parameters (iSCSI, RFC 3720 appendix B.4; SCTP, RFC 9260; ext4):
+#: input and output reflected (each byte enters least significant bit first), register preset
+#: to all ones, result XORed with all ones. Check value: 0xE3069283 for b"123456789".
+CRC_INIT = 0xFFFFFFFF
+CRC_XOROUT = 0xFFFFFFFF
+CRC_POLY_REFLECTED = int(f"{CRC_POLY:032b}"[::-1], 2)        # 0x82F63B78
 _CRC_MASK = (1 << CRC_BITS) - 1
 
 
 def _crc_table():
     table = []
     for b in range(256):
-        c = b << 24
+        c = b
         for _ in range(8):
-            c = ((c << 1) ^ CRC_POLY) & _CRC_MASK if c & 0x80000000 else (c << 1) & _CRC_MASK
+            c = (c >> 1) ^ CRC_POLY_REFLECTED if c & 1 else c >> 1
         table.append(c)
     return table
 
@@ -299,26 +307,53 @@ def _crc_table():
 _TABLE = _crc_table()
 
 
-def crc32c(message: int, nbits: int) -> int:
-    """Remainder of ``message(x) * x^32`` modulo the CRC-32C polynomial, where bit ``i`` of the
-    ``nbits``-bit ``message`` is the coefficient of ``x^i`` (no initial value, no final XOR: the
-    wire's check is this value inverted, :meth:`WireFormat.check_of`)."""
+def crc32c_bytes(data: bytes) -> int:
+    """The standard CRC-32C of ``data`` (reflected, preset and final XOR all ones): what every
+    CRC-32C library returns (``0xE3069283`` for ``b"123456789"``)."""
+    c = CRC_INIT
+    for b in data:
+        c = (c >> 8) ^ _TABLE[(c ^ b) & 0xFF]
+    return c ^ CRC_XOROUT
+
+
+def crc_bytes_of(message: int, nbits: int) -> bytes:
+    """The bytes the CRC covers for an ``nbits``-bit ``message``: little-endian (message bits
+    0..7 are byte 0, with bit 0 its least significant bit), the last byte padded with zeros
+    above bit ``nbits - 1``. With the reflected CRC, message bit ``i`` is the ``i``-th bit to
+    enter the register."""
     if message < 0 or message >> nbits:
         raise ValueError(f"CRC message {message:#x} does not fit in {nbits} bits")
-    c = 0
-    for b in message.to_bytes((nbits + 7) // 8, "big"):
-        c = ((c << 8) & _CRC_MASK) ^ _TABLE[(c >> 24) ^ b]
-    return c
+    return message.to_bytes((nbits + 7) // 8, "little")
+
+
+def crc32c(message: int, nbits: int) -> int:
+    """The standard CRC-32C of the ``nbits``-bit ``message`` taken as :func:`crc_bytes_of`
+    (``crc32c(int.from_bytes(b"123456789", "little"), 72) == 0xE3069283``)."""
+    return crc32c_bytes(crc_bytes_of(message, nbits))
+
+
+def _reflect32(x: int) -> int:
+    return int(f"{x:032b}"[::-1], 2)
 
 
 def crc_columns(nbits: int) -> list:
-    """``crc32c(1 << i, nbits)`` for every message bit ``i`` (the CRC is linear: the check bit
-    ``j`` of the RTL is the XOR of the message bits whose column has bit ``j`` set)."""
-    cols, c = [], CRC_POLY           # x^32 mod G
-    for _ in range(nbits):
-        cols.append(c)
+    """The linear part of :func:`crc32c` for every message bit ``i``: ``crc32c(1 << i, nbits) ^
+    crc_zero(nbits)`` (the CRC is affine: check bit ``j`` of the RTL is the XOR of the message
+    bits whose column has bit ``j`` set, then XORed with bit ``j`` of :func:`crc_zero`).
+
+    Bit ``i`` enters ``n - 1 - i`` bits before the end of the ``n = 8 * ceil(nbits / 8)`` padded
+    bits, so it adds ``x^(n - 1 - i + 32) mod G``, which the reflected register holds bit-reversed."""
+    n = 8 * ((nbits + 7) // 8)
+    powers, c = [], CRC_POLY           # x^(32 + k) mod G, k = 0, 1, ...
+    for _ in range(n):
+        powers.append(c)
         c = ((c << 1) ^ CRC_POLY) & _CRC_MASK if c & 0x80000000 else (c << 1) & _CRC_MASK
-    return cols
+    return [_reflect32(powers[n - 1 - i]) for i in range(nbits)]
+
+
+def crc_zero(nbits: int) -> int:
+    """:func:`crc32c` of the all-zero ``nbits``-bit message (the affine constant of the RTL)."""
+    return crc32c(0, nbits)
 
 
 def fseq_bits_for(*windows) -> int:
@@ -348,7 +383,9 @@ class WireFormat:
     LSB first: ``data`` (flit_bits), ``last``, ``head``, ``probe``, ``vc`` (2), ``fseq``
     (fseq_bits), ``check`` (32) -- the Amaranth layout :func:`fred.hdl.switch.linkcheck.wire_layout`.
     ``data | last << flit_bits`` is the link word of :func:`pack`, so :func:`word_fields` reads
-    a wire word too. ``check`` = ~CRC-32C of the ``covered`` low bits.
+    a wire word too. ``check`` = :func:`crc32c` of the ``covered`` low bits (the standard
+    CRC-32C of their little-endian bytes, the last byte zero-padded; CRC bit ``k`` is wire bit
+    ``covered + k``).
     """
 
     def __init__(self, flit_bits: int, fseq_bits: int = 8):
@@ -364,7 +401,7 @@ class WireFormat:
         self.fseq_mod = 1 << fseq_bits
 
     def check_of(self, low: int) -> int:
-        return crc32c(low & ((1 << self.covered) - 1), self.covered) ^ _CRC_MASK
+        return crc32c(low & ((1 << self.covered) - 1), self.covered)
 
     def seal(self, data: int, last: bool, head: bool, vc: int, fseq: int, probe: bool = False) -> int:
         """The wire word of one flit (or of a probe) with its check."""

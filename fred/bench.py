@@ -30,6 +30,7 @@ BENCHMARKS = {
     "training": "fred.benchmarks.training:main",
     "scale-out": "fred.benchmarks.training:scale_out",
     "wafers": "fred.benchmarks.wafers:main",
+    "testtime": "fred.benchmarks.testtime:main",
 }
 
 USAGE = f"""usage: python -m fred.bench [NAME ...]

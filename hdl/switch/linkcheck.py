@@ -5,8 +5,11 @@ The wire format and the protocol rules are :class:`fred.contract.packet.WireForm
 :mod:`fred.contract.link` (plain Python, the reference these modules are tested against):
 
 * :func:`wire_layout` -- ``{data, last, head, probe, vc, fseq, check}``, LSB first;
-* :func:`crc_check` -- the CRC-32C of a bit vector as an XOR network (one XOR tree per check bit,
-  from :func:`fred.contract.packet.crc_columns`);
+* :func:`crc_check` -- the standard CRC-32C of a bit vector (:func:`fred.contract.packet.crc32c`:
+  reflected, preset and final XOR all ones, the bits as little-endian bytes) as an XOR network:
+  one XOR tree per check bit from :func:`fred.contract.packet.crc_columns`, then the constant
+  :func:`fred.contract.packet.crc_zero` (the CRC of the all-zero message; the preset, the final
+  XOR and the zero padding of the last byte all fold into it);
 * :class:`LinkRx` -- combinational, in front of an :class:`~fred.hdl.switch.buffers.InputPort`:
   checks every word, drops bad words, duplicates, probes and orphans, returns the credits of
   lost and orphan flits, and tells the port to discard a broken packet (``restart``);
@@ -24,7 +27,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from fred.contract.packet import CRC_BITS, WireFormat, crc_columns
+from fred.contract.packet import CRC_BITS, WireFormat, crc_columns, crc_zero
 
 from .buffers import link_layout
 
@@ -40,7 +43,8 @@ def wire_layout(flit_bits: int, fseq_bits: int):
 
 
 def crc_check(m, bits):
-    """The wire check of the covered bits ``bits`` (~CRC-32C): 32 XOR trees, added to ``m``.
+    """The wire check of the covered bits ``bits`` (the standard CRC-32C of their little-endian
+    bytes, :func:`fred.contract.packet.crc32c`): 32 XOR trees and a constant, added to ``m``.
 
     ``bits`` is first driven onto a signal (``crc_in``) and the taps are slices of that signal:
     tapping an expression (a ``Cat`` of fields, a slice of a view) makes Amaranth re-emit the
@@ -53,7 +57,7 @@ def crc_check(m, bits):
     for j in range(CRC_BITS):
         taps = [word[i] for i in range(n) if cols[i] >> j & 1]
         out.append(Cat(*taps).xor() if taps else Const(0, 1))
-    m.d.comb += [word.eq(bits), check.eq(Cat(*out) ^ Const(_ALL_ONES, CRC_BITS))]
+    m.d.comb += [word.eq(bits), check.eq(Cat(*out) ^ Const(crc_zero(n), CRC_BITS))]
     return check
 
 

@@ -814,11 +814,18 @@ def test_fuzz_sample(tmp_path, monkeypatch):
     assert not bad, f"{len(bad)} problems:\n" + "\n".join(bad[:40])
 
 
+#: the whole fuzz set runs in this many shards (one test each), so that make regress-model's
+#: workers share it (about 1 h of CPU in all)
+FUZZ_SHARDS = 4
+
+
 @pytest.mark.regress
-def test_fuzz_everything(tmp_path, monkeypatch):
-    """Every case of the fuzz harness: ~12,700 option cases and ~900 mutated files (~1 h)."""
+@pytest.mark.parametrize("shard", range(FUZZ_SHARDS))
+def test_fuzz_everything(tmp_path, monkeypatch, shard):
+    """Every case of the fuzz harness: ~12,700 option cases and ~900 mutated files, in
+    :data:`FUZZ_SHARDS` shards (every shard-th case)."""
     monkeypatch.chdir(tmp_path)
-    bad = _fuzz_problems(_fuzz_cases(tmp_path / "files", sample=None), tmp_path / "files")
+    bad = _fuzz_problems(_fuzz_cases(tmp_path / "files", sample=None)[shard::FUZZ_SHARDS], tmp_path / "files")
     assert not bad, f"{len(bad)} problems:\n" + "\n".join(bad[:80])
 
 

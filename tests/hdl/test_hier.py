@@ -72,10 +72,14 @@ def test_lint_modules_clean_and_catches_a_fault_in_a_submodule():
 
 
 def test_fabric_bench_passes_on_hier_form():
-    """The regression bench of tests/sim/test_fabric_sim.py on the hierarchical form."""
+    """The regression bench of tests/sim/test_fabric_sim.py on the hierarchical form, built with
+    the cells as Verilator hierarchical blocks (as the chiplet at 256 lanes is), at 5 fp16 lanes:
+    an 80-bit beat, wider than a machine word, and an odd lane count (make test's stand-in for
+    the 256-lane bench of tests/sim/test_wide_fabric.py, which is make regress)."""
     from tests.sim.test_fabric_sim import _run_case
 
-    _run_case(5, 3, 2, "fp16", default_seed=1053, form="hier")
+    res = _run_case(5, 3, 5, "fp16", default_seed=1053, form="hier", verilator_blocks=True)
+    assert all(ph["latency"]["min"] >= res["latency_formula"] for ph in res["phases"])
 
 
 def test_form_choice_and_bound():

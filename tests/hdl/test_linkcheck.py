@@ -15,34 +15,153 @@ FMT = pk.WireFormat(FB, 8)
 
 
 def _crc_bitwise(msg, n):
-    r = 0
-    for i in reversed(range(n)):           # highest coefficient first
-        r = (r << 1) | (msg >> i & 1)
-        if r >> 32:
-            r ^= (1 << 32) | pk.CRC_POLY
-    for _ in range(32):
-        r <<= 1
-        if r >> 32:
-            r ^= (1 << 32) | pk.CRC_POLY
-    return r
+    """The standard CRC-32C bit by bit, as the definition reads: the padded message's bits in
+    order 0, 1, ... (little-endian bytes, each least significant bit first) into a reflected
+    register preset to all ones, the result XORed with all ones."""
+    r = 0xFFFFFFFF
+    for i in range(8 * ((n + 7) // 8)):
+        r ^= msg >> i & 1
+        r = (r >> 1) ^ 0x82F63B78 if r & 1 else r >> 1
+    return r ^ 0xFFFFFFFF
 
 
-def test_crc32c_table_columns_and_bitwise_agree():
+def test_crc32c_is_the_standard_one():
+    """The wire CRC is the library CRC-32C (the package ``crc32c``, an independent C
+    implementation): the check value, and random messages of every width the switch uses,
+    through the table, the bitwise definition and the RTL's columns and constant."""
+    import crc32c
+    assert crc32c.crc32c(b"123456789") == 0xE3069283
+    assert pk.crc32c_bytes(b"123456789") == 0xE3069283
+    assert pk.crc32c(int.from_bytes(b"123456789", "little"), 72) == 0xE3069283
+    assert pk.CRC_POLY_REFLECTED == 0x82F63B78
     rng = random.Random(1)
-    for n in (1, 7, 64, 77, 4129):
-        cols = pk.crc_columns(n)
+    for n in (1, 7, 8, 9, 64, 77, 4109, 4129):
+        cols, zero = pk.crc_columns(n), pk.crc_zero(n)
+        assert zero == crc32c.crc32c(bytes((n + 7) // 8))
         for _ in range(20):
             m = rng.getrandbits(n)
-            want = _crc_bitwise(m, n)
-            assert pk.crc32c(m, n) == want
-            x = 0
+            want = crc32c.crc32c(m.to_bytes((n + 7) // 8, "little"))
+            assert pk.crc32c(m, n) == want and _crc_bitwise(m, n) == want
+            x = zero
             for i in range(n):
                 if m >> i & 1:
                     x ^= cols[i]
             assert x == want
-    # the standard CRC-32C check value of "123456789" (non-reflected form of the polynomial)
-    assert pk.crc32c(int.from_bytes(b"123456789", "big"), 72) == _crc_bitwise(
-        int.from_bytes(b"123456789", "big"), 72)
+    with pytest.raises(ValueError, match="does not fit in 8 bits"):
+        pk.crc32c(256, 8)
+
+
+def test_wire_check_is_the_library_crc_of_the_covered_bytes():
+    """``check`` (wire bits ``covered`` .. ``covered + 31``) = CRC-32C of the covered bits as
+    little-endian bytes; a dead link (an all-zero word) fails the check."""
+    import crc32c
+    rng = random.Random(2)
+    for flit_bits, fseq_bits in ((64, 8), (48, 4), (4096, 8)):
+        fmt = pk.WireFormat(flit_bits, fseq_bits)
+        for _ in range(10):
+            w = fmt.seal(rng.getrandbits(flit_bits), rng.random() < .5, rng.random() < .5,
+                         rng.randrange(4), rng.randrange(fmt.fseq_mod))
+            low = w & ((1 << fmt.covered) - 1)
+            assert w >> fmt.covered == crc32c.crc32c(low.to_bytes((fmt.covered + 7) // 8, "little"))
+        assert not fmt.fields(0).ok
+
+
+def test_docs_worked_example_is_the_library_crc():
+    """docs/switch.md's worked example (between its crc-example markers): the covered bytes
+    and the check it states are what this code and the library compute."""
+    import pathlib
+    import re
+
+    import crc32c
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "switch.md").read_text()
+    block = doc.split("<!-- crc-example:begin -->")[1].split("<!-- crc-example:end -->")[0]
+    fields = dict(re.findall(r"`(\w+)\s*=\s*(0x[0-9A-Fa-f]+|\d+)`", block))
+    fmt = pk.WireFormat(int(fields["flit_bits"]), int(fields["fseq_bits"]))
+    w = fmt.seal(int(fields["data"], 0), int(fields["last"], 0), int(fields["head"], 0),
+                 int(fields["vc"], 0), int(fields["fseq"], 0))
+    low = w & ((1 << fmt.covered) - 1)
+    covered = low.to_bytes((fmt.covered + 7) // 8, "little")
+    listed = bytes.fromhex(re.search(r"byte 0 first: `([0-9a-f ]+)`", block).group(1))
+    assert listed == covered
+    assert int(fields["check"], 0) == crc32c.crc32c(covered) == w >> fmt.covered
+    assert int(fields["wire"], 0) == w
+
+
+def test_crc_check_rtl_known_answers():
+    """The CRC block of the RTL (``crc_check`` in amaranth.sim) against the library: the check
+    value of b"123456789" and random messages at the link's covered widths."""
+    import crc32c
+    from amaranth.hdl import Module, Signal
+
+    from fred.hdl.switch.linkcheck import crc_check
+    rng = random.Random(3)
+    for n in (72, 77, 4109):
+        m = Module()
+        msg = Signal(n)
+        out = crc_check(m, msg)
+        vectors = [rng.getrandbits(n) for _ in range(6)] + [0, (1 << n) - 1]
+        if n == 72:
+            vectors.insert(0, int.from_bytes(b"123456789", "little"))
+        got = []
+
+        async def tb(ctx):
+            for v in vectors:
+                ctx.set(msg, v)
+                got.append(ctx.get(out))
+
+        sim = Simulator(m)
+        sim.add_testbench(tb)
+        sim.run()
+        assert got == [crc32c.crc32c(v.to_bytes((n + 7) // 8, "little")) for v in vectors], n
+        if n == 72:
+            assert got[0] == 0xE3069283
+
+
+def test_link_ends_rtl_known_answers():
+    """Through the link ends: every word LinkTx sends carries the library CRC-32C of its covered
+    bytes; LinkRx passes a word sealed with the library CRC and flags it bad with one check bit
+    or one covered bit flipped."""
+    import crc32c
+
+    from fred.hdl.switch.linkcheck import LinkRx, LinkTx
+
+    def lib_seal(low):
+        return low | crc32c.crc32c(low.to_bytes((FMT.covered + 7) // 8, "little")) << FMT.covered
+
+    rng = random.Random(4)
+    packets = _packets(rng, 8)
+    inner = [w for p in packets for w in pk.pack(p, FB)]
+    tx = LinkTx(FB, 8, probe_idle=0)
+    sent = []
+
+    async def tb_tx(ctx):
+        ctx.set(tx.o.ready, 1)
+        ctx.set(tx.i.valid, 1)
+        for w in inner:
+            ctx.set(tx.i.payload.as_value(), w)
+            sent.append(ctx.get(tx.o.payload.as_value()))
+            await ctx.tick()
+
+    simulate(tx, tb_tx)
+    assert len(sent) == len(inner)
+    for w in sent:
+        assert w == lib_seal(w & ((1 << FMT.covered) - 1))
+
+    rx = LinkRx(FB, 8, (12, 12, 12, 4))
+    head = pk.pack(pk.Packet(pk.Header.data(pk.VC_DP, 1, 0, 1), (0x0123456789ABCDEF,)), FB)[0]
+    low = FMT.seal(head & ((1 << FB) - 1), False, True, pk.VC_DP, 0) & ((1 << FMT.covered) - 1)
+    good = lib_seal(low)
+    seen = []
+
+    async def tb_rx(ctx):
+        for w in (good ^ 1 << FMT.covered, good ^ 1 << rng.randrange(FMT.covered), good):
+            ctx.set(rx.i.valid, 1)
+            ctx.set(rx.i.payload.as_value(), w)
+            seen.append((ctx.get(rx.bad), ctx.get(rx.o.valid)))
+            await ctx.tick()
+
+    simulate(rx, tb_rx)
+    assert seen == [(1, 0), (1, 0), (0, 1)]
 
 
 @pytest.mark.parametrize("flit_bits", [64, 4096])

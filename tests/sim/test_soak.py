@@ -45,8 +45,12 @@ def _check_cell(rep, kind, beats, modes):
     assert rep.stats.cycles > rep.stats.beats // 4 > 0
 
 
-# one build per cell kind; each element type and kind in make regress
-SHORT = [("rd", 2, "fp16", 4), ("r", 3, "int32", 2), ("d", 2, "bf16", 1)]
+# one build per cell kind, the builds of tests/sim/test_cells_cocotb.py's SUBSET (make test
+# builds each design once): here the soak in 2 batches; each element type and kind in make regress.
+# The r-m3-int32-x2 and d-m2-bf16-x1 builds this used to add: the R cell's int32 adder is checked
+# by tests/hdl/test_cells.py::test_every_mode_golden[r-2-int32-1] (amaranth.sim, every mode) and
+# the D cell at m = 2 inside the FRED_2(P) soaks of tests/sim/test_fabric_sim.py (bit-exact).
+SHORT = [("rd", 2, "fp16", 4), ("r", 3, "bf16", 4), ("d", 4, "int32", 32)]
 
 
 @pytest.mark.parametrize("kind,m,dtype,lanes", SHORT, ids=[f"{k}-m{m}-{t}-x{n}" for k, m, t, n in SHORT])

@@ -85,7 +85,16 @@ def test_switch_priority_p4():
         rx_credits=[120, 120, 120, 4], credit_burst=31, starve=0.0)
 
 
+@pytest.mark.regress
 def test_switch_random_p5():
+    """Table phases on FRED_3(5) (odd: the demux/mux port too). make regress: one more switch
+    build (~50 s of CPU with the run, measured); make test checks the 5-port control under
+    amaranth.sim (tests/sim/test_switch_online.py::test_switch_routes_default_index_online[*-5],
+    online routing at 5 ports), the FRED_3(5) fabric bit-exact on the compiled path
+    (tests/sim/test_fabric_sim.py::test_fabric_random_flows_subset[P5-m3-fp32], line rate and
+    latency) and on the hierarchical form (tests/hdl/test_hier.py), the router for FRED_3(5)
+    symbolically (tests/sim/test_switch_online.py::test_greedy_routes_every_partial_permutation),
+    and the bench itself on the 4-port switch."""
     run("switch_random", 3, P=5, rounds=10)
 
 
@@ -95,13 +104,18 @@ def test_switch_online_permutations_p4():
     run("switch_random", 6, P=4, online_pattern="perm", rounds=8, bad_rate=0.0, ctrl_rate=0.0)
 
 
+@pytest.mark.regress
 def test_switch_online_all_to_all_p5():
-    """All-to-all default-index traffic on FRED_3(5) (odd: the demux/mux port too)."""
+    """All-to-all default-index traffic on FRED_3(5) (odd: the demux/mux port too); make regress,
+    as test_switch_random_p5."""
     run("switch_random", 7, P=5, online_pattern="a2a", rounds=2, bad_rate=0.0, ctrl_rate=0.0)
 
 
+@pytest.mark.regress
 def test_switch_online_mixed_p5():
-    """Online packets and ACK/NACKs mixed into the random table-phase traffic, bad packets too."""
+    """Online packets and ACK/NACKs mixed into the random table-phase traffic, bad packets too;
+    make regress, as test_switch_random_p5 (the mix at 4 ports under amaranth.sim:
+    tests/sim/test_switch_online.py::test_online_rounds_share_a_vc_with_table_phases)."""
     run("switch_random", 8, P=5, rounds=10, online_rate=0.5)
 
 

@@ -6,8 +6,9 @@ Verilator flattens a design, copying every module into every instance: FRED_3(12
 needs more than 7.5 GB to verilate that way. These builds mark the cell kinds as Verilator
 hierarchical blocks (``run_fabric(..., verilator_blocks=True)``, ``--hierarchical``): each cell
 kind is verilated once (FRED_3(12) at 256 lanes: 0.6 GB). The chiplet itself, FRED_3(12) at 256
-lanes, 300 beats per flow kind, is ``make regress`` (about 6 CPU minutes, build and simulation);
-``make test`` checks the marking and runs the regression bench on FRED_3(5) at 256 lanes.
+lanes, 300 beats per flow kind, is ``make regress`` (about 6 CPU minutes, build and simulation),
+and so is the regression bench on FRED_3(5) at 256 lanes; ``make test`` checks the marking here
+and runs the bench with the blocks on FRED_3(5) at 5 lanes (tests/hdl/test_hier.py).
 """
 
 import random
@@ -46,11 +47,13 @@ def test_hier_blocks_mark_each_cell_kind_once():
         verilator_hier_blocks(text, ("no_such_",), TOP)
 
 
+@pytest.mark.regress
 def test_fabric_bench_at_real_width_with_verilator_blocks():
     """The regression bench (20 phases: every flow kind, mixed sets, the collectives' steps; 24
     beats each) at the real width, 256 fp16 lanes (a 4,096-bit beat), on FRED_3(5) built with
-    the cells as Verilator hierarchical blocks: lane order and packing at full width, in
-    ``make test`` (about 100 s of CPU, most of it the build)."""
+    the cells as Verilator hierarchical blocks: lane order and packing at full width (about 100
+    s of CPU, most of it the build). make test runs the same bench, form and blocks on FRED_3(5)
+    at 5 lanes (tests/hdl/test_hier.py::test_fabric_bench_passes_on_hier_form)."""
     from tests.sim.test_fabric_sim import _run_case
 
     res = _run_case(5, 3, 256, "fp16", default_seed=1053, form="hier", verilator_blocks=True)
