@@ -39,9 +39,9 @@ SCAN_K = (0.25, 4.0, 64.0, 1000.0)
 def estimate_text() -> str:
     """What ``fred estimate`` prints for the full table (default hardware)."""
     from fred.commands.estimate import format_table, links_line
-    from fred.model.compute import default_npu
-    from fred.model.estimate import estimate_table
-    from fred.model.params import default_params
+    from fred.model.workload.compute import default_npu
+    from fred.model.training import estimate_table
+    from fred.model.system import default_params
 
     params, npu = default_params(), default_npu()
     rows = estimate_table()
@@ -51,7 +51,7 @@ def estimate_text() -> str:
 def sweep_text(workload: str) -> str:
     """What ``fred sweep`` prints, for the strategies of :data:`SWEEP_STRATEGIES` only."""
     from fred.commands.sweep import format_sweep, summary, sweep_job
-    from fred.model.params import default_params
+    from fred.model.system import default_params
     from fred.model.workload import load_workload, sweep_microbatches
 
     w, p, rule = load_workload(workload), default_params(), 40
@@ -71,7 +71,7 @@ def sweep_text(workload: str) -> str:
 def scan_output() -> tuple[str, dict]:
     """What ``fred scan --detail`` prints for the reduced scan, and its JSON (rounded as printed)."""
     from fred.commands.scan import format_scan
-    from fred.model.scan import scan, to_json
+    from fred.model.training import scan, to_json
 
     r = scan(SCAN_WORKLOADS, SCAN_FABRICS, SCAN_K)
     return format_scan(r, detail=True), to_json(r)

@@ -8,7 +8,7 @@ from .from_yaml import NumberLoader, load_network_yaml, parse_network_yaml
 from .maxmin import maxmin_rates, priority_rates
 from .simresult import SimResult
 from .taskarrays import Block, Grow, TaskArrays
-from .taskgraph import DELAY, FLOW, MAX_PATH_LINKS, MAX_TASKS, TaskGraph, TaskId, check_bytes
+from .taskgraph import DELAY, FLOW, MAX_PATH_LINKS, MAX_TASKS, TaskGraph, TaskId, check_bytes, check_duration
 from .topology import build_fabric, mesh2d, resolve, ring, single_switch, tree2
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "TaskId",
     "build_fabric",
     "check_bytes",
+    "check_duration",
     "load_network_yaml",
     "maxmin_rates",
     "mesh2d",

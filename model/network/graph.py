@@ -17,6 +17,7 @@ anything built by hand.
 
 from __future__ import annotations
 
+import hashlib
 from collections import deque
 
 import numpy as np
@@ -193,6 +194,17 @@ class Topology:
         return f"{self.name}: " + ", ".join(f"{v} {k}" for k, v in kinds.items()) + f", {self.num_links} directed links"
 
     # ---- routing -----------------------------------------------------------------------------
+    def fingerprint(self) -> str:
+        """A digest of everything that defines this topology (nodes, links, routing, timing and
+        every other attribute; not the route cache): equal digests, equal topologies. The
+        schedule's graph cache (:mod:`fred.model.schedule_tape`) keys on it."""
+        h = hashlib.sha256()
+        for k in sorted(vars(self)):
+            if k not in _NOT_FINGERPRINTED:
+                h.update(k.encode())
+                h.update(_frozen_repr(getattr(self, k)).encode())
+        return h.hexdigest()
+
     def path_nodes(self, src: int, dst: int, order=None) -> list[int]:
         """Node sequence from src to dst (inclusive)."""
         return list(self._route(src, dst, order)[1])
@@ -230,6 +242,21 @@ class Topology:
         if self.store_forward_bytes:
             lat += sum(self.store_forward_bytes / self._bw[links[k]] for k in sw)
         return lat
+
+
+#: Topology attributes derived from the others (caches), left out of its fingerprint
+_NOT_FINGERPRINTED = ("_route_cache", "_arrays", "_link_of", "_adj")
+
+
+def _frozen_repr(v) -> str:
+    """An exact text of ``v`` (numpy arrays in full, floats round-trip)."""
+    if isinstance(v, np.ndarray):
+        return f"ndarray({v.dtype},{v.shape},{v.tobytes().hex()})"
+    if isinstance(v, dict):
+        return "{" + ",".join(f"{_frozen_repr(k)}:{_frozen_repr(x)}" for k, x in sorted(v.items(), key=lambda kv: repr(kv[0]))) + "}"
+    if isinstance(v, (list, tuple)):
+        return ("[" if isinstance(v, list) else "(") + ",".join(_frozen_repr(x) for x in v) + ")"
+    return repr(v)
 
 
 def route(topo: Topology, src: int, dst: int) -> list[int]:

@@ -22,7 +22,8 @@ from .taskarrays import Block, Grow, TaskArrays
 from fred.model.system import SwitchTiming
 from .topology import resolve
 
-__all__ = ["TaskId", "DELAY", "FLOW", "TaskGraph", "TaskArrays", "check_bytes", "MAX_TASKS", "MAX_PATH_LINKS"]
+__all__ = ["TaskId", "DELAY", "FLOW", "TaskGraph", "TaskArrays", "check_bytes", "check_duration", "MAX_TASKS",
+           "MAX_PATH_LINKS"]
 
 TaskId = int
 
@@ -51,6 +52,17 @@ def check_bytes(nbytes, what="nbytes") -> float:
     if not (v > 0 and math.isfinite(v)):
         raise ValueError(f"{what} must be a positive finite size, got {nbytes!r}")
     return v
+
+
+def check_duration(duration_s) -> float:
+    """``duration_s`` as a float >= 0 and finite; ValueError naming the value otherwise."""
+    try:
+        d = float(duration_s)
+    except (TypeError, ValueError):
+        raise ValueError(f"duration {duration_s!r} is not a number") from None
+    if not (d >= 0 and math.isfinite(d)):
+        raise ValueError(f"duration must be >= 0 seconds, got {duration_s!r}")
+    return d
 
 
 class TaskGraph:
@@ -340,12 +352,7 @@ class TaskGraph:
     # ---- public task API -------------------------------------------------------------------
     def delay(self, duration_s: float, deps=(), label: str = "") -> TaskId:
         """A fixed wait (compute, ...) of ``duration_s`` seconds after ``deps``."""
-        try:
-            d = float(duration_s)
-        except (TypeError, ValueError):
-            raise ValueError(f"duration {duration_s!r} is not a number") from None
-        if not (d >= 0 and math.isfinite(d)):
-            raise ValueError(f"duration must be >= 0 seconds, got {duration_s!r}")
+        d = check_duration(duration_s)
         dl = self.check_deps(deps)
         t = self._new(DELAY, d, 0.0, -1, self.label_id(label))
         if dl:

@@ -74,7 +74,6 @@ from fred import FredError
 
 from fred.model.workload import compute as C
 from fred.model.workload import memory as M
-from fred.model.collectives import Sim
 from fred.model.collectives import parse_strategy
 from .analysis import KINDS, ScheduleResult, analyse
 from .graph import ScheduleGraph
@@ -82,6 +81,8 @@ from .multiwafer import MultiWaferGraph, add_busy
 from .layout import DEFAULT_GRANULARITY, DEFAULT_STREAM_STEPS, chunk, offload_layout, plan_layout
 from .memory import STREAM_BUFFERS, memory_plan, stationary_memory
 from .stationary import build_stationary
+from .tape import Tape
+from .tape import simulate as simulate_tape
 from .streaming import build_streaming
 
 
@@ -219,7 +220,7 @@ class _Run:
         self.workload, self.topo, self.abc, self.mode, self.B, self.npu = workload, topo, abc, mode, B, npu
         self.wafers = wafers if wafers is not None and wafers.wafers > 1 else None
         self.layout, self.off_layout = layout, offload_layout(layout)
-        self.sim_factory = sim_factory or Sim
+        self.sim_factory = sim_factory
 
     def lay(self, pol):
         """The layout simulated under memory policy ``pol`` (offloading has its own)."""
@@ -242,17 +243,22 @@ class _Run:
     def simulate(self, plan) -> ScheduleResult:
         """Build the iteration under memory plan ``plan``, simulate it and analyse the run."""
         topo, B = self.topo, self.B
-        sim = self.sim_factory(topo)
+        # the builder runs on a Tape; the graph it records is built once per structure and
+        # re-timed for other durations (fred.model.schedule.tape)
+        sim = self.sim_factory(topo) if self.sim_factory is not None else Tape(topo)
         g = ScheduleGraph(sim) if self.wafers is None else MultiWaferGraph(sim, self.wafers)
         notes = []
         t0 = time.perf_counter()
         mb = B / plan.microbatches
         build = build_stationary if self.mode == "weight-stationary" else build_streaming
         build(g, self.workload, self.abc, plan.microbatches, mb, B, self.npu, self.lay(plan.policy), plan)
-        res = sim.run()
-        out = analyse(g, res, self.abc, notes)
+        if self.sim_factory is None:
+            view, res = simulate_tape(sim, topo)
+        else:
+            view = res = sim.run()
+        out = analyse(g, view, self.abc, notes)
         if self.wafers is not None:
-            add_busy(g, res, out.comm_busy)
+            add_busy(g, view, out.comm_busy)
         out.sim_seconds = time.perf_counter() - t0
         out.preemptions = int(getattr(res, "preemptions", 0))
         out.timing_source = str(getattr(res, "timing_source", "") or getattr(getattr(topo, "timing", None), "source", ""))

@@ -231,10 +231,7 @@ def list_workloads() -> list[str]:
     order = ["resnet-152", "transformer-17b", "gpt3-175b", "transformer-1t"]
     names = []
     for p in sorted(DATA_DIR.glob("*.yml")):
-        try:
-            raw = yaml.safe_load(p.read_text())
-        except yaml.YAMLError:
-            continue
+        raw = _bundled_yaml(p)
         if isinstance(raw, dict) and "kind" in raw and "name" in raw:
             names.append(str(raw["name"]))
     return sorted(names, key=lambda n: (order.index(n) if n in order else len(order), n))
@@ -268,10 +265,7 @@ def _find(name: str) -> Path:
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
     for p in sorted(DATA_DIR.glob("*.yml")):
-        try:
-            raw = yaml.safe_load(p.read_text())
-        except yaml.YAMLError:
-            continue
+        raw = _bundled_yaml(p)
         if isinstance(raw, dict) and str(raw.get("name", "")).lower() == key:
             return p
     raise FredError(f"unknown workload {name!r}; known workloads: {', '.join(list_workloads())}")
@@ -283,6 +277,46 @@ def load_workload(name) -> Workload:
     if isinstance(name, Workload):
         return name
     path = _find(str(name))
+    key = _file_key(path)
+    w = _PARSED.get(key) if key is not None else None
+    if w is None:
+        w = _parse_workload(path)
+        if key is not None:
+            _PARSED[key] = w
+    return replace(w, shape=dict(w.shape))      # a copy: callers may touch the shape dict
+
+
+# ---- the parse cache: a workload file is parsed once per process while it is unchanged -------
+#: parsed workloads and bundled-file mappings by (resolved path, modification time, size)
+_PARSED: dict = {}
+_BUNDLED: dict = {}
+
+
+def _file_key(path):
+    """(resolved path, mtime in ns, size) of ``path``; None when it cannot be stat'ed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
+
+
+def _bundled_yaml(p):
+    """The mapping of bundled workload file ``p`` (None when it does not parse), parsed once
+    while the file is unchanged (only its ``name`` and ``kind`` are read from it)."""
+    key = _file_key(p)
+    if key is None or key not in _BUNDLED:
+        try:
+            raw = yaml.safe_load(p.read_text())
+        except yaml.YAMLError:
+            raw = None
+        if key is None:
+            return raw
+        _BUNDLED[key] = raw
+    return _BUNDLED[key]
+
+
+def _parse_workload(path) -> Workload:
     where = display_name(path)
     try:
         text = decode_text(read_input(path, "workload file", MAX_FILE_BYTES), f"workload {where}")
