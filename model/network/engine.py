@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import engine_kernel as K_
 from .maxmin import maxmin_rates, priority_rates
 from .simresult import SimResult
 from .taskgraph import FLOW, TaskGraph
@@ -28,10 +29,11 @@ from .taskgraph import FLOW, TaskGraph
 __all__ = ["run"]
 
 
-def run(graph: TaskGraph, durations=None) -> SimResult:
+def run(graph: TaskGraph, durations=None, remember_rates=True) -> SimResult:
     """Simulate every task of ``graph``; returns a :class:`SimResult`. ``durations``: the
-    delays' durations to use instead of the graph's (one per task; flows ignore theirs)."""
-    engine = _Engine(graph, durations)
+    delays' durations to use instead of the graph's (one per task; flows ignore theirs).
+    ``remember_rates=False`` solves every rate afresh, each flow on its own (for tests)."""
+    engine = _Engine(graph, durations, remember_rates)
     engine.simulate()
     return engine.result()
 
@@ -63,73 +65,56 @@ def _extreme_per_node(n_nodes, nodes, classes, levels, lowest):
     return out
 
 
-def _segments(ptr, flat, ids):
-    """``flat[ptr[i]:ptr[i+1]]`` for i in ids, concatenated (no owner index): slices for a few
-    ids, :func:`_gather` for many."""
-    if ids.size == 0:
-        return flat[:0]
-    if ids.size <= 16:
-        segs = [flat[ptr[i]:ptr[i + 1]] for i in ids.tolist()]
-        return segs[0] if len(segs) == 1 else np.concatenate(segs)
-    return _gather(ptr, flat, ids)[0]
+class _Static:
+    """What a run needs of a graph that does not change between runs of it (successors, the
+    path table, the flows' rate groups, the switch arbitration set-up) and the rate solver's
+    memory; kept on the graph (:func:`_static`) so that a graph re-timed for another k starts
+    with the rates it has already solved."""
 
-
-class _Engine:
-    """The state of one run: the graph as arrays, then per task its start/finish and the
-    active flows (``act``, remaining bytes ``rem``, ``rate``) with their (flow, link) incidence,
-    and the timers (``tim``, absolute times ``tim_t``)."""
-
-    def __init__(self, graph: TaskGraph, durations=None):
-        g = graph.arrays()
+    def __init__(self, graph: TaskGraph, g):
         topo = graph.topo
-        self.topo = topo
-        self.timing = graph.timing
-        self.graph = g
+        self.topo, self.timing, self.graph = topo, graph.timing, g
         N = self.N = g.kind.size
-        self.kind = g.kind
-        self.dur = g.duration if durations is None else np.asarray(durations, dtype=float)
-        self.nbytes = g.nbytes
+        self.kind = np.ascontiguousarray(g.kind, dtype=np.int8)
+        self.nbytes = np.ascontiguousarray(g.nbytes, dtype=np.float64)
         self.path = g.path.astype(np.int64)
         self.prio = g.priority
         self.multi_prio = self.prio.size > 0 and self.prio.min() != self.prio.max()
         self.cap_link = topo.link_bw.astype(float) * graph.link_efficiency   # payload bytes/s
-        self._successors(g.pred, g.succ)
-        self._path_table(g)
-        self._arbitration()
-
-        self.start = np.full(N, np.nan)
-        self.finish = np.full(N, np.nan)
-        self.act = np.zeros(0, dtype=np.int64)      # active flow task ids
-        self.rem = np.zeros(0)                      # remaining bytes
-        self.rate = np.zeros(0)
-        self.tim = np.zeros(0, dtype=np.int64)      # timer task ids
-        self.tim_t = np.zeros(0)                    # absolute completion times
-        self.t = 0.0
-        self.events = 0
-        self.dirty = True                           # the active flows changed: re-solve rates
-        self.slot = np.empty(N, dtype=np.int64)
-        self.pending = np.flatnonzero(self.indeg == 0)   # ready to start now
-        self.done_now = np.zeros(0, dtype=np.int64)      # completing now
-
-    # ---- setup -------------------------------------------------------------------------------
-    def _successors(self, pred, succ):
-        """Successor lists (CSR) and in-degrees."""
-        N = self.N
-        order = np.argsort(pred, kind="stable")
-        self.s_idx = succ[order]
+        # successors (CSR) and in-degrees
+        order = np.argsort(g.pred, kind="stable")
+        self.s_idx = np.ascontiguousarray(g.succ[order], dtype=np.int64)
         self.s_ptr = np.zeros(N + 1, dtype=np.int64)
-        np.cumsum(np.bincount(pred, minlength=N), out=self.s_ptr[1:])
-        self.indeg = np.bincount(succ, minlength=N).astype(np.int64)
-
-    def _path_table(self, g):
-        """The paths' links (CSR), latencies and rate caps."""
+        np.cumsum(np.bincount(g.pred, minlength=N), out=self.s_ptr[1:])
+        self.indeg = np.bincount(g.succ, minlength=N).astype(np.int64)
+        # the paths' links (CSR), latencies and rate caps
         P = self.P = len(g.path_latency)
         self.p_len = np.fromiter((a.size for a in g.path_links), dtype=np.int64, count=P)
         self.p_ptr = np.zeros(P + 1, dtype=np.int64)
         np.cumsum(self.p_len, out=self.p_ptr[1:])
-        self.p_flat = np.concatenate(g.path_links) if P else np.zeros(0, dtype=np.int64)
-        self.p_lat = np.asarray(g.path_latency, dtype=float)
-        self.p_cap = np.asarray(g.path_cap, dtype=float)
+        self.p_flat = np.concatenate(g.path_links).astype(np.int64) if P else np.zeros(0, dtype=np.int64)
+        self.p_lat = np.asarray(g.path_latency, dtype=np.float64)
+        self.p_cap = np.asarray(g.path_cap, dtype=np.float64)
+        if not P:                                   # the kernel indexes the path table of flows only
+            self.p_len, self.p_lat = np.zeros(1, dtype=np.int64), np.zeros(1)
+        # rate groups: flows with the same (path, class) always get the same rate; numbered in
+        # the order of that key, so the active groups ascending are in the solver's order
+        pmin = int(self.prio.min()) if self.prio.size else 0
+        span = (int(self.prio.max()) - pmin + 1) if self.prio.size else 1
+        isf = self.kind == FLOW
+        rkey = self.path * span + (self.prio.astype(np.int64) - pmin)
+        ukeys, inv = np.unique(rkey[isf], return_inverse=True)
+        inv = inv.ravel()
+        self.group = np.zeros(N, dtype=np.int64)        # delays: group 0, never read
+        self.group[isf] = inv
+        self.K = ukeys.size
+        first = np.zeros(self.K, dtype=np.int64)
+        fl = np.flatnonzero(isf)
+        first[inv[::-1]] = fl[::-1]                     # one flow of each group
+        self.g_path = self.path[first] if self.K else np.zeros(0, dtype=np.int64)
+        self.g_prio = self.prio[first].astype(np.int64) if self.K else np.zeros(0, dtype=np.int64)
+        self._arbitration()
+        self.rate_cache = {}
 
     def _arbitration(self):
         """FRED switch arbitration (one phase at a time, MP > PP > DP): only where classes differ."""
@@ -142,200 +127,143 @@ class _Engine:
             self.t_pre, self.t_resume = self.timing.preemption_delay_s, self.timing.resume_delay_s
             self.levels = np.unique(self.prio).astype(np.int64)
             # per path, the switches on it (CSR): where its flows meet other classes
-            pid = np.repeat(np.arange(self.P, dtype=np.int64), self.p_len)
+            pid = np.repeat(np.arange(self.P, dtype=np.int64), self.p_len[:self.P])
             ends = np.concatenate([self.sw_a[self.p_flat], self.sw_b[self.p_flat]])
             key = np.unique(np.tile(pid, 2)[ends >= 0] * self.n_nodes + ends[ends >= 0])
             self.q_flat = key % self.n_nodes
             self.q_ptr = np.zeros(self.P + 1, dtype=np.int64)
             np.cumsum(np.bincount(key // self.n_nodes, minlength=self.P), out=self.q_ptr[1:])
-        # the rate solver's memory: (path, class) key per task, rates per sorted key multiset
-        pmin = int(self.prio.min()) if self.prio.size else 0
-        span = (int(self.prio.max()) - pmin + 1) if self.prio.size else 1
-        self.rkey = self.path * span + (self.prio.astype(np.int64) - pmin)
-        self.rate_cache = {}
-        self.xlat = np.zeros(self.N)                # latency added by preemptions, per task
-        self.fresh = np.zeros(self.N, dtype=bool)   # flow started since the last rate solve
+
+    def solve(self, ag, mult):
+        """Rates of the active groups ``ag`` (ascending) with ``mult`` flows each: solved as one
+        flow of that multiplicity per group."""
+        path = self.g_path[ag]
+        lk, ow = _gather(self.p_ptr, self.p_flat, path)
+        flow_cap = self.p_cap[path]
+        m = None if mult.max() <= 1 else mult
+        if self.arb:
+            return priority_rates(ow, lk, ag.size, self.cap_link, flow_cap, self.g_prio[ag],
+                                  sw=(self.sw_a, self.sw_b, self.n_nodes), mult=m)
+        if self.multi_prio:
+            return priority_rates(ow, lk, ag.size, self.cap_link, flow_cap, self.g_prio[ag], mult=m)
+        return maxmin_rates(ow, lk, ag.size, self.cap_link, flow_cap, m)
+
+
+def _static(graph: TaskGraph) -> _Static:
+    """The graph's :class:`_Static`, made on its first run (again if tasks were added since)."""
+    sig = (graph.num_tasks, graph.num_edges, len(graph.arrays().path_latency))
+    st = getattr(graph, "_engine_static", None)
+    if st is None or st[0] != sig:
+        st = (sig, _Static(graph, graph.arrays()))
+        graph._engine_static = st
+    return st[1]
+
+
+class _Engine:
+    """The state of one run, in arrays the compiled loop (:mod:`fred.model.engine_kernel`)
+    works on: per task its start and finish, the active flows (``act``) with their remaining
+    bytes, per rate group its active flows (``gcnt``) and rate (``grate``), the timers (a heap).
+    Between calls of the loop this class solves the rates: they depend only on the multiset of
+    active groups, and are remembered per multiset (collectives repeat the same set of flows step
+    after step, layer after layer) in the graph's :class:`_Static`, across runs of the graph."""
+
+    def __init__(self, graph: TaskGraph, durations=None, remember_rates=True):
+        st = self.st = _static(graph)
+        g = st.graph
+        self.topo, self.timing, self.graph = st.topo, st.timing, g
+        self.dur = np.ascontiguousarray(g.duration if durations is None else durations, dtype=np.float64)
+        self.remember = remember_rates
+        N, K = st.N, st.K
+        self.start = np.full(N, np.nan)
+        self.finish = np.full(N, np.nan)
+        self.indeg = st.indeg.copy()
+        self.pend = np.zeros(max(N, 1), dtype=np.int64)
+        first = np.flatnonzero(self.indeg == 0)
+        self.pend[:first.size] = first
+        self.done = np.zeros(max(N, 1), dtype=np.int64)
+        self.act = np.zeros(max(N, 1), dtype=np.int64)
+        self.rem = np.zeros(max(N, 1))
+        self.gcnt = np.zeros(max(K, 1), dtype=np.int64)
+        self.grate = np.zeros(max(K, 1))
+        self.fresh = np.zeros(max(N, 1), dtype=np.uint8)
+        self.xlat = np.zeros(max(N, 1))
+        self.tim_t = np.zeros(max(N, 1))
+        self.tim_i = np.zeros(max(N, 1), dtype=np.int64)
+        self.ist = np.zeros(K_.N_ISTATE, dtype=np.int64)
+        self.ist[K_.I_NPEND] = first.size
+        self.ist[K_.I_ARB] = int(st.arb)
+        self.fst = np.zeros(1)
         self.n_pre = self.n_res = 0
 
-    # ---- the loop ----------------------------------------------------------------------------
     def simulate(self):
-        with np.errstate(divide="ignore", invalid="ignore"):   # a starved flow: rem / 0 = inf
-            self._loop()
-
-    def _loop(self):
-        while True:
-            self._cascade()
-            if self.act.size == 0 and self.tim.size == 0:
-                break
-            self.events += 1
-            if self.dirty and self.act.size:
-                self._solve_rates()
-                self.dirty = False
-            self._advance()
-
-    def _cascade(self):
-        """Start newly ready tasks; complete zero-time ones at once (which may ready more)."""
-        while self.pending.size or self.done_now.size:
-            if self.pending.size:
-                self._start_pending()
-            if self.done_now.size:
-                self._complete_now()
-
-    def _start_pending(self):
-        fl, ti, tt = self._begin(self.pending, self.t)
-        self.pending = np.zeros(0, dtype=np.int64)
-        if fl.size:
-            self.act = np.concatenate([self.act, fl])
-            self.rem = np.concatenate([self.rem, self.nbytes[fl]])
-            self.rate = np.concatenate([self.rate, np.zeros(fl.size)])
-            self.fresh[fl] = True
-            self.dirty = True
-        if ti.size:
-            z = tt <= self.t
-            if z.any():
-                self.done_now = np.concatenate([self.done_now, ti[z]])
-                ti, tt = ti[~z], tt[~z]
-            self.tim = np.concatenate([self.tim, ti])
-            self.tim_t = np.concatenate([self.tim_t, tt])
-
-    def _begin(self, ids, now):
-        """Start tasks ``ids`` at ``now``; returns (new flows, new timers' ids, their times)."""
-        self.start[ids] = now
-        isflow = self.kind[ids] == FLOW
-        fl = ids[isflow]
-        if fl.size:
-            empty = self.p_len[self.path[fl]] == 0
-            if empty.any():       # a flow to itself: only its latency (a timer)
-                tl = fl[empty]
-                fl = fl[~empty]
-                dl = ids[~isflow]
-                return fl, np.concatenate([dl, tl]), np.concatenate([now + self.dur[dl],
-                                                                     now + self.p_lat[self.path[tl]]])
-        dl = ids[~isflow]
-        return fl, dl, now + self.dur[dl]
-
-    def _complete_now(self):
-        """Finish the tasks in ``done_now``; their successors whose last dependency this was
-        become ``pending``."""
-        done = self.done_now
-        self.finish[done] = self.t
-        nxt = _segments(self.s_ptr, self.s_idx, done)
-        self.done_now = np.zeros(0, dtype=np.int64)
-        if nxt.size:
-            np.subtract.at(self.indeg, nxt, 1)
-            cand = nxt[self.indeg[nxt] == 0]
-            if cand.size > 1:  # a task whose last two deps finished together
-                self.slot[cand] = np.arange(cand.size)
-                cand = cand[self.slot[cand] == np.arange(cand.size)]
-            self.pending = cand
+        st = self
+        s = self.st
+        args = (self.ist, self.fst, s.kind, self.dur, s.path, s.nbytes, s.group, s.s_ptr, s.s_idx, s.p_len,
+                s.p_lat, self.indeg, self.start, self.finish, self.pend, self.done, self.act, self.rem,
+                self.gcnt, self.grate, self.fresh, self.xlat, self.tim_t, self.tim_i)
+        ist = self.ist
+        while K_.advance_until_solve(*args) == K_.SOLVE:
+            st._solve_rates()
+            ist[K_.I_DIRTY] = 0
 
     # ---- rates -------------------------------------------------------------------------------
     def _solve_rates(self):
-        """Rates of the active flows. They depend only on the multiset of (path, priority) of
-        the active flows (flows with the same path and class get the same rate), so the solve
-        runs on the flows sorted by that key -- the result is the same whatever order the flows
-        became active in -- and is remembered per multiset: collectives repeat the same set of
-        flows step after step, layer after layer."""
-        act = self.act
-        if self.arb:
-            isnew = self.fresh[act]
-            if isnew.any():
-                sn, so = _gather(self.q_ptr, self.q_flat, self.path[act])
-                self._charge_preemptions(sn, so, self.prio[act], isnew)
-                self.fresh[act] = False
-        key = self.rkey[act]
-        order = np.argsort(key, kind="stable")
-        skey = key[order]
-        tag = skey.tobytes()
-        rate = self.rate_cache.get(tag)
-        if rate is None:
-            rate = self._solve_sorted(act[order], skey)
-            self.rate_cache[tag] = rate
-        self.rate = np.empty(act.size)
-        self.rate[order] = rate
-
-    def _solve_sorted(self, act, skey):
-        """Rates of the flows ``act``, sorted by their (path, class) keys ``skey``. Flows with the
-        same key are solved as one flow of that multiplicity (a collective's pieces and
-        repeated collectives put many identical flows on the network at once)."""
-        first = np.flatnonzero(np.r_[True, skey[1:] != skey[:-1]])
-        mult = None
-        if first.size < act.size:
-            mult = np.diff(np.r_[first, act.size])
-            act = act[first]
-        lk, ow = _gather(self.p_ptr, self.p_flat, self.path[act])
-        flow_cap = self.p_cap[self.path[act]]
-        if self.arb:
-            r = priority_rates(ow, lk, act.size, self.cap_link, flow_cap, self.prio[act],
-                               sw=(self.sw_a, self.sw_b, self.n_nodes), mult=mult)
-        elif self.multi_prio:
-            r = priority_rates(ow, lk, act.size, self.cap_link, flow_cap, self.prio[act], mult=mult)
+        """Rates of the active groups, remembered per multiset of active groups."""
+        st = self.st
+        ag = np.flatnonzero(self.gcnt[:st.K])
+        mult = self.gcnt[ag]
+        if st.arb:
+            self._charge_preemptions(ag, mult)
+        if self.remember:
+            tag = ag.tobytes() + mult.tobytes()
+            rate = st.rate_cache.get(tag)
+            if rate is None:
+                rate = st.solve(ag, mult)
+                st.rate_cache[tag] = rate
         else:
-            r = maxmin_rates(ow, lk, act.size, self.cap_link, flow_cap, mult)
-        return r if mult is None else np.repeat(r, mult)
+            rate = _solve_one_by_one(st, ag, mult)
+        self.grate[ag] = rate
 
-    def _charge_preemptions(self, sn, so, pa, isnew):
+    def _charge_preemptions(self, ag, mult):
         """A new flow meets a lower class holding the fabric of a switch on its route: it
         preempts (pays the measured preemption latency), and every flow it interrupts there pays
-        a phase switch to get the fabric back. ``sn[i]``: a switch on the route of active flow
-        ``so[i]``; ``pa``: the active flows' classes; ``isnew``: started since the last solve."""
-        n_nodes = self.n_nodes
-        run_e = (~isnew & (self.rate > 0))[so]
-        new_e = isnew[so]
-        pe = pa[so]
-        minp = _extreme_per_node(n_nodes, sn[run_e], pe[run_e], self.levels, lowest=True)
+        a phase switch to get the fabric back. Per rate group (its flows share path and class):
+        its flows started since the last solve, and its running ones."""
+        st = self.st
+        act = self.act[:self.ist[K_.I_NACT]]
+        isnew_f = self.fresh[act].astype(bool)
+        if not isnew_f.any():
+            return
+        self.fresh[act] = 0
+        gf = st.group[act]
+        nf = np.bincount(gf[isnew_f], minlength=st.K)[ag]
+        isnew = nf > 0
+        running = ((mult - nf) > 0) & (self.grate[ag] > 0)
+        sn, so = _gather(st.q_ptr, st.q_flat, st.g_path[ag])
+        pe = st.g_prio[ag][so]
+        run_e, new_e = running[so], isnew[so]
+        minp = _extreme_per_node(st.n_nodes, sn[run_e], pe[run_e], st.levels, lowest=True)
         pre = np.unique(so[new_e & (minp[sn] < pe)])
-        if pre.size:
-            maxp = _extreme_per_node(n_nodes, sn[new_e], pe[new_e], self.levels, lowest=False)
-            vic = np.unique(so[run_e & (maxp[sn] > pe)])
-            self.xlat[self.act[pre]] += self.t_pre
-            self.xlat[self.act[vic]] += self.t_resume
-            self.n_pre += int(pre.size)
-            self.n_res += int(vic.size)
-
-    # ---- time --------------------------------------------------------------------------------
-    def _advance(self):
-        """Move to the next event: flows that send their last byte then, timers due then."""
-        if self.act.size:
-            tf = self.rem / self.rate              # a starved low-priority flow: inf
-            dtf = tf.min()
-        else:
-            tf = None
-            dtf = np.inf
-        t = self.t
-        tnext = min(t + dtf, self.tim_t.min() if self.tim.size else np.inf)
-        eps = 1e-12 * max(tnext, 1e-9)
-        if self.act.size:
-            dt = tnext - t
-            fin = tf <= dt + eps
-            self.rem = self.rem - self.rate * dt
-            if fin.any():
-                self._retire(fin, tnext)
-        self.t = tnext
-        if self.tim.size:
-            due = self.tim_t <= tnext + eps
-            if due.any():
-                self.done_now = np.concatenate([self.done_now, self.tim[due]])
-                self.tim, self.tim_t = self.tim[~due], self.tim_t[~due]
-
-    def _retire(self, fin, tnext):
-        """Active flows ``fin`` (a mask) have sent their last byte at ``tnext``: they release
-        their links and complete after their path latency (plus any preemption latency)."""
-        fl = self.act[fin]
-        keep = ~fin
-        self.act, self.rem, self.rate = self.act[keep], self.rem[keep], self.rate[keep]
-        self.dirty = True
-        lat = self.p_lat[self.path[fl]] + self.xlat[fl]
-        z = lat <= 0
-        if z.any():
-            self.done_now = np.concatenate([self.done_now, fl[z]])
-        if (~z).any():
-            self.tim = np.concatenate([self.tim, fl[~z]])
-            self.tim_t = np.concatenate([self.tim_t, tnext + lat[~z]])
+        if not pre.size:
+            return
+        maxp = _extreme_per_node(st.n_nodes, sn[new_e], pe[new_e], st.levels, lowest=False)
+        vic = np.unique(so[run_e & (maxp[sn] > pe)])
+        in_pre = np.zeros(st.K, dtype=bool)
+        in_pre[ag[pre]] = True
+        in_vic = np.zeros(st.K, dtype=bool)
+        in_vic[ag[vic]] = True
+        pf = act[isnew_f & in_pre[gf]]
+        vf = act[~isnew_f & in_vic[gf]]
+        self.xlat[pf] += st.t_pre
+        self.xlat[vf] += st.t_resume
+        self.n_pre += int(pf.size)
+        self.n_res += int(vf.size)
 
     # ---- the result --------------------------------------------------------------------------
     def result(self) -> SimResult:
-        start, finish, g, topo = self.start, self.finish, self.graph, self.topo
+        st, g, topo = self.st, self.graph, self.topo
+        N = st.N
+        start, finish = self.start, self.finish
         if np.isnan(finish).any():  # pragma: no cover - deps always point backwards
             bad = int(np.flatnonzero(np.isnan(finish))[0])
             raise RuntimeError(f"task {bad} never ran (dependency cycle?)")
@@ -344,17 +272,18 @@ class _Engine:
             start[j] = start[b]
         link_bytes, bytes_sent, bytes_recv = self._traffic()
         return SimResult(topo, self.timing, g, start, finish, link_bytes=link_bytes, bytes_sent=bytes_sent,
-                         bytes_received=bytes_recv, events=self.events, preemptions=self.n_pre,
-                         resumes=self.n_res, preemption_latency=float(self.xlat.sum()))
+                         bytes_received=bytes_recv, events=int(self.ist[K_.I_EVENTS]), preemptions=self.n_pre,
+                         resumes=self.n_res, preemption_latency=float(self.xlat[:N].sum()))
 
     def _traffic(self):
         """Bytes per link, sent per node and received per node."""
-        g, topo, P, L = self.graph, self.topo, self.P, self.topo.num_links
-        isf = self.kind == FLOW
-        pb = np.bincount(self.path[isf], weights=self.nbytes[isf], minlength=P) if P else np.zeros(0)
+        st = self.st
+        g, topo, P, L = self.graph, self.topo, st.P, self.topo.num_links
+        isf = st.kind == FLOW
+        pb = np.bincount(st.path[isf], weights=st.nbytes[isf], minlength=P) if P else np.zeros(0)
         if not P:
             return np.zeros(L), np.zeros(topo.num_nodes), np.zeros(topo.num_nodes)
-        link_bytes = np.bincount(self.p_flat, weights=np.repeat(pb, self.p_len), minlength=L)
+        link_bytes = np.bincount(st.p_flat, weights=np.repeat(pb, st.p_len), minlength=L)
         s_len = np.fromiter((a.size for a in g.path_srcs), dtype=np.int64, count=P)
         s_flat = np.concatenate(g.path_srcs)
         bytes_sent = np.bincount(s_flat, weights=np.repeat(pb, s_len), minlength=topo.num_nodes)
@@ -362,3 +291,19 @@ class _Engine:
         d_flat = np.concatenate(g.path_dsts)
         bytes_recv = np.bincount(d_flat, weights=np.repeat(pb, d_len), minlength=topo.num_nodes)
         return link_bytes[:L], bytes_sent[: topo.num_nodes], bytes_recv[: topo.num_nodes]
+
+
+def _solve_one_by_one(st: _Static, ag, mult):
+    """The rates of groups ``ag`` solved afresh with every flow listed on its own (no
+    multiplicity, no memory): what the remembered, grouped solve must equal."""
+    reps = np.repeat(ag, mult)
+    path = st.g_path[reps]
+    lk, ow = _gather(st.p_ptr, st.p_flat, path)
+    cap = st.p_cap[path]
+    if st.arb:
+        r = priority_rates(ow, lk, reps.size, st.cap_link, cap, st.g_prio[reps], sw=(st.sw_a, st.sw_b, st.n_nodes))
+    elif st.multi_prio:
+        r = priority_rates(ow, lk, reps.size, st.cap_link, cap, st.g_prio[reps])
+    else:
+        r = maxmin_rates(ow, lk, reps.size, st.cap_link, cap)
+    return r[np.r_[0, np.cumsum(mult)[:-1]]]
