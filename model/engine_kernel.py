@@ -25,8 +25,9 @@ from numba import njit
 
 DONE, SOLVE = 0, 1
 # slots of the integer state array
-I_NPEND, I_NDONE, I_NACT, I_NTIM, I_DIRTY, I_EVENTS, I_ARB = range(7)
-N_ISTATE = 7
+(I_NPEND, I_NDONE, I_NACT, I_NTIM, I_DIRTY, I_EVENTS, I_ARB, I_REMEMBER, I_NAG, I_HASH, I_NPRE, I_NRES,
+ I_STAMP, I_NENTRY) = range(14)
+N_ISTATE = 14
 
 
 @njit(cache=True, nogil=True)
@@ -65,10 +66,122 @@ def _heap_pop(tt, ti, n):
     return task, n
 
 
+@njit(cache=True, nogil=True)
+def _charge_preemptions(ist, fst, act, nact, group, fresh, grate, g_path, g_prio, q_ptr, q_flat, xlat,
+                        nf, nold, minrun, maxnew, ag, nag):
+    """FRED switch arbitration at a rate solve: a flow started since the last solve that meets a
+    lower class running through a switch on its route preempts it (pays the preemption latency)
+    and every running flow of a class below the new flows' highest at one of its switches pays a
+    phase switch (resume latency). Per rate group: its new and its running flows."""
+    anynew = False
+    for j in range(nact):
+        f = act[j]
+        g = group[f]
+        if fresh[f]:
+            nf[g] += 1
+            anynew = True
+        else:
+            nold[g] += 1
+    if anynew:
+        big = np.iinfo(np.int64).max
+        minrun[:] = big
+        maxnew[:] = -big
+        for a in range(nag):
+            g = ag[a]
+            p = g_path[g]
+            pr = g_prio[g]
+            run = nold[g] > 0 and grate[g] > 0
+            for e in range(q_ptr[p], q_ptr[p + 1]):
+                sw = q_flat[e]
+                if run and pr < minrun[sw]:
+                    minrun[sw] = pr
+                if nf[g] > 0 and pr > maxnew[sw]:
+                    maxnew[sw] = pr
+        t_pre, t_resume = fst[1], fst[2]
+        anypre = False
+        for a in range(nag):                 # nf[g] becomes -1: the group's new flows preempt
+            g = ag[a]
+            if nf[g] > 0:
+                p = g_path[g]
+                for e in range(q_ptr[p], q_ptr[p + 1]):
+                    if minrun[q_flat[e]] < g_prio[g]:
+                        nf[g] = -1
+                        anypre = True
+                        break
+        if anypre:
+            for a in range(nag):             # nold[g] becomes -1: the group's running flows resume
+                g = ag[a]
+                if nold[g] > 0 and grate[g] > 0:
+                    p = g_path[g]
+                    for e in range(q_ptr[p], q_ptr[p + 1]):
+                        if maxnew[q_flat[e]] > g_prio[g]:
+                            nold[g] = -1
+                            break
+            for j in range(nact):
+                f = act[j]
+                g = group[f]
+                if fresh[f]:
+                    if nf[g] == -1:
+                        xlat[f] += t_pre
+                        ist[I_NPRE] += 1
+                elif nold[g] == -1:
+                    xlat[f] += t_resume
+                    ist[I_NRES] += 1
+    for j in range(nact):
+        f = act[j]
+        fresh[f] = 0
+        nf[group[f]] = 0
+        nold[group[f]] = 0
+
+
+@njit(cache=True, nogil=True)
+def _active_groups(ist, act, nact, group, gcnt, mark, ag):
+    """The active rate groups, ascending, into ``ag``; their count. Also the multiset's hash."""
+    stamp = ist[I_STAMP] + 1
+    ist[I_STAMP] = stamp
+    n = 0
+    for j in range(nact):
+        g = group[act[j]]
+        if mark[g] != stamp:
+            mark[g] = stamp
+            ag[n] = g
+            n += 1
+    ag[:n].sort()
+    h = np.uint64(14695981039346656037)
+    prime = np.uint64(1099511628211)
+    for a in range(n):
+        h = (h ^ np.uint64(ag[a])) * prime
+        h = (h ^ np.uint64(gcnt[ag[a]])) * prime
+    ist[I_NAG] = n
+    ist[I_HASH] = np.int64(h)
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _remembered(ist, ag, nag, gcnt, grate, memo, kptr, kflat, mflat, rflat):
+    """The rates of the active groups from the memory (True), if this multiset is in it."""
+    h = ist[I_HASH]
+    if h not in memo:
+        return False
+    e = memo[h]
+    lo = kptr[e]
+    if kptr[e + 1] - lo != nag:
+        return False
+    for a in range(nag):
+        if kflat[lo + a] != ag[a] or mflat[lo + a] != gcnt[ag[a]]:
+            return False
+    for a in range(nag):
+        grate[ag[a]] = rflat[lo + a]
+    return True
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def advance_until_solve(ist, fst, kind, dur, path, nbytes, group, s_ptr, s_idx, p_len, p_lat,
-                        indeg, start, finish, pend, done, act, rem, gcnt, grate, fresh, xlat, tim_t, tim_i):
-    """Run events from the state (see the module docstring); DONE or SOLVE."""
+                        indeg, start, finish, pend, done, act, rem, gcnt, grate, fresh, xlat, tim_t, tim_i,
+                        g_path, g_prio, q_ptr, q_flat, nf, nold, minrun, maxnew, mark, ag,
+                        memo, kptr, kflat, mflat, rflat):
+    """Run events from the state (see the module docstring); DONE, or SOLVE with the active groups
+    in ``ag[:ist[I_NAG]]`` when their rates are not in the memory."""
     npend, ndone, nact, ntim = ist[I_NPEND], ist[I_NDONE], ist[I_NACT], ist[I_NTIM]
     dirty, events, arb = ist[I_DIRTY], ist[I_EVENTS], ist[I_ARB]
     t = fst[0]
@@ -113,8 +226,15 @@ def advance_until_solve(ist, fst, kind, dur, path, nbytes, group, s_ptr, s_idx, 
             status = DONE
             break
         if dirty and nact > 0:
-            status = SOLVE
-            break
+            nag = _active_groups(ist, act, nact, group, gcnt, mark, ag)
+            if arb:
+                _charge_preemptions(ist, fst, act, nact, group, fresh, grate, g_path, g_prio, q_ptr, q_flat,
+                                    xlat, nf, nold, minrun, maxnew, ag, nag)
+            if not (ist[I_REMEMBER] and _remembered(ist, ag, nag, gcnt, grate, memo, kptr, kflat, mflat, rflat)):
+                status = SOLVE
+                dirty = 0          # the caller solves before calling again
+                break
+            dirty = 0
         events += 1
         # ---- advance
         dtf = np.inf

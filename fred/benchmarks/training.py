@@ -1,114 +1,110 @@
-"""Benchmark: training-model wall clock on this machine. Prints figures; not a pass/fail test.
+"""Benchmark: what the training model's commands cost on this machine. Prints figures and writes
+them into ``docs/training.md``; not a pass/fail test.
 
-:func:`main` (benchmark ``training``):
+Each command runs as its own process, as a user runs it (``python -m fred ...``, output
+discarded); its cost is the CPU seconds (user + system) of that process and every process it
+waited for -- the Dask workers of a local cluster included -- from the operating system's
+resource usage of children (what ``/usr/bin/time`` reports). CPU seconds, unlike wall time, do
+not grow when other jobs load a shared machine.
 
-* the full ``fred estimate`` table (4 workloads x 5 fabrics; target < 10 s), serial;
-* the Transformer-17B strategy sweep (target < 60 s), serial.
+:func:`main` (benchmark ``training``): the ``fred estimate`` table (4 workloads x 5 fabrics) and
+the Transformer-17B strategy sweep, both serial (``--workers 0``).
 
-:func:`scale_out` (benchmark ``scale-out``):
+:func:`scale_out` (benchmark ``scale-out``): the default ``fred scan`` (4 workloads x 5 fabrics x
+20 k with the paper-cell bisection) and ``fred sweep --workload transformer-1t``, each on a local
+Dask cluster (one worker process per core; its start-up included).
 
-* ``fred scan`` over 4 workloads x 5 fabrics x 20 k values with the paper-cell bisection
-  (target < 120 s on 2 cores), on a local Dask cluster (one worker process per core);
-* ``fred sweep --workload transformer-1t`` (target < 30 s), on the same kind of cluster.
-
-The cluster's start-up is included in the last two (it is part of what a user waits for).
+Each writes its rows between ``<!-- speed-NAME:begin -->`` and ``<!-- speed-NAME:end -->`` in
+``docs/training.md`` (when run from a checkout that has the file), so the documented figures are
+this code's measurements.
 """
 
 from __future__ import annotations
 
 import os
+import pathlib
+import resource
+import subprocess
+import sys
 import time
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "training.md"
 
-def _load():
-    return f"load average {os.getloadavg()[0]:.1f}"
+#: CPU-second targets (issue 24): the command, its target
+TARGETS = {
+    "estimate": ("`fred estimate` (4 workloads x 5 fabrics), serial", 3.0),
+    "sweep-17b": ("`fred sweep` (Transformer-17B, 36 cells), serial", None),
+    "scan": ("`fred scan` (4 workloads x 5 fabrics x 20 k, bisection), local Dask cluster", 60.0),
+    "sweep-1t": ("`fred sweep --workload transformer-1t` (36 cells), local Dask cluster", 20.0),
+}
+COMMANDS = {
+    "estimate": ["estimate"],
+    "sweep-17b": ["sweep", "--workers", "0", "--quiet"],
+    "scan": ["scan", "--quiet"],
+    "sweep-1t": ["sweep", "--workload", "transformer-1t", "--quiet"],
+}
 
 
-def _worker_cpu(runner) -> float:
-    """CPU seconds the runner's worker processes have used so far (this process when serial)."""
-    if runner.client is None:
-        return time.process_time()
-    return sum(runner.client.run(time.process_time).values())
+def measure(args) -> dict:
+    """Run ``python -m fred ARGS`` to completion; its wall seconds and CPU seconds (user + system,
+    with every process it waited for)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "fred", *args], check=True, stdout=subprocess.DEVNULL,
+                   stdin=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall_s": wall, "cpu_s": cpu, "load": os.getloadavg()[0]}
 
 
-def _cpu_note(cpu, runner) -> str:
-    n = max(1, runner.workers or 1)
-    return (f"{cpu:.1f} s CPU in the workers, i.e. >= {cpu / n:.1f} s wall on {n} idle core{'s' if n > 1 else ''} "
-            "(the wall time above includes waiting for other jobs on a shared machine)")
+def _row(name, m) -> str:
+    what, target = TARGETS[name]
+    tgt = f"<= {target:g} s" if target is not None else "-"
+    return (f"| {what} | `fred {' '.join(COMMANDS[name])}` | {tgt} | **{m['cpu_s']:.1f} s** | {m['wall_s']:.1f} s "
+            f"| {m['load']:.1f} |")
+
+
+def write_block(block: str, rows: list[str]) -> None:
+    """Rewrite the ``speed-BLOCK`` block of docs/training.md with ``rows`` (a markdown table)."""
+    begin, end = f"<!-- speed-{block}:begin -->", f"<!-- speed-{block}:end -->"
+    if not DOC.is_file():
+        return
+    doc = DOC.read_text()
+    if begin not in doc or end not in doc:
+        return
+    from fred.contract.outputs import write_atomic
+
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    table = ["| what | command | target (CPU) | CPU | wall | load average |", "|---|---|---|---|---|---|"] + rows
+    write_atomic(DOC, head + begin + "\n" + "\n".join(table) + "\n" + end + tail)
+    print(f"(rewrote the {begin} block of {os.path.relpath(DOC, ROOT)})")
+
+
+def _run(names, block):
+    rows, out = [], {}
+    for name in names:
+        m = measure(COMMANDS[name])
+        what, target = TARGETS[name]
+        tgt = f" (target <= {target:g} s)" if target is not None else ""
+        print(f"bench_training: {what}: {m['cpu_s']:.1f} s CPU{tgt}, {m['wall_s']:.1f} s wall; "
+              f"load average {m['load']:.1f}", flush=True)
+        rows.append(_row(name, m))
+        out[name] = m
+    write_block(block, rows)
+    return out
 
 
 def main():
-    from fred.commands.sweep import summary, sweep
-    from fred.model.training import estimate_table
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    rows = estimate_table()
-    t_table, c_table = time.perf_counter() - t0, time.process_time() - c0
-    print(f"bench_training: full estimate table, {len(rows)} cells (4 workloads x 5 fabrics): "
-          f"{t_table:.2f} s wall, {c_table:.2f} s CPU (target < 10 s); {_load()}")
-    print(f"  switch timing: {rows[0].timing_source if rows else ''}")
-    slow = sorted(rows, key=lambda e: -e.sim_seconds)[:3]
-    print("  slowest cells: " + ", ".join(f"{e.workload}/{e.fabric} {e.sim_seconds:.2f} s ({e.tasks} tasks)" for e in slow))
-    for e in rows:
-        if e.fabric in ("fred-c", "fred-d"):
-            print(f"  {e.workload:16} {e.fabric}: speedup {e.speedup:.3f} (paper {e.paper_speedup})")
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    res = sweep("transformer-17b", ("mesh", "fred-d"), 40)
-    t_sweep, c_sweep = time.perf_counter() - t0, time.process_time() - c0
-    ok = sum(1 for r in res if r["estimate"] is not None)
-    s = summary(res)
-    print(f"bench_training: transformer-17b sweep, {len(res)} strategy x fabric cells ({ok} fit in HBM), serial: "
-          f"{t_sweep:.2f} s wall, {c_sweep:.2f} s CPU (target < 60 s)")
-    if s.get("strategies"):
-        print(f"  Fred-D vs mesh, average over strategies: exposed comm {s['avg_exposed_comm_improvement']:.2f}x lower, "
-              f"training {s['avg_training_improvement']:.2f}x faster (paper, Fig. 11: 4.22x, 1.63x)")
-    return {"table_s": t_table, "table_cpu_s": c_table, "sweep_s": t_sweep, "sweep_cpu_s": c_sweep}
+    """The estimate table and the Transformer-17B sweep, serial."""
+    return _run(["estimate", "sweep-17b"], "training")
 
 
 def scale_out():
     """``fred scan`` (default grid) and the Transformer-1T sweep on a local Dask cluster."""
-    from fred.commands.sweep import sweep
-    from fred.jobs import JobRunner
-    from fred.model.training import k_grid, scan
-
-    ks = k_grid()
-    t0 = time.perf_counter()
-    with JobRunner() as runner:
-        t_up = time.perf_counter() - t0
-        cpu0 = _worker_cpu(runner)
-        jobs = []
-
-        def counting_map(fn, items, **kw):
-            jobs.append(len(items))
-            return runner.map(fn, items, **kw)
-
-        r = scan(k_values=ks, map_fn=counting_map)
-        cpu_scan = _worker_cpu(runner) - cpu0
-    t_scan = time.perf_counter() - t0
-    print(f"bench_training: fred scan, {len(r.workloads)} workloads x {len(r.fabrics)} fabrics x {len(ks)} k = "
-          f"{jobs[0]} estimates + {sum(jobs[1:])} in {len(jobs) - 1} bisection rounds, {runner.describe()}: "
-          f"{t_scan:.1f} s wall incl. {t_up:.1f} s cluster start-up (target < 120 s on 2 cores); {_load()}")
-    print(f"  {_cpu_note(cpu_scan, runner)}")
-    for c in r.paper_cells:
-        res_c = (f"k = {c.k:.3g} (speedup {c.speedup_at_k:.3f})" if c.reached
-                 else f"not reached (max {c.max_speedup:.3f} at k = {c.k_at_max:.3g})")
-        print(f"  {c.workload:16} {c.fabric}: paper {c.paper_speedup:.2f}, {res_c}")
-
-    t0 = time.perf_counter()
-    with JobRunner() as runner:
-        cpu0 = _worker_cpu(runner)
-        res = sweep("transformer-1t", ("mesh", "fred-d"), 40, map_fn=runner.map)
-        cpu_1t = _worker_cpu(runner) - cpu0
-    t_1t = time.perf_counter() - t0
-    ok = [x["estimate"] for x in res if x["estimate"] is not None]
-    slow = sorted(ok, key=lambda e: -e.sim_seconds)[:3]
-    print(f"bench_training: fred sweep --workload transformer-1t, {len(res)} cells, {runner.describe()}: "
-          f"{t_1t:.1f} s wall incl. cluster start-up (target < 30 s); {_load()}")
-    print(f"  {_cpu_note(cpu_1t, runner)}")
-    print("  slowest cells: " + ", ".join(f"{e.strategy}/{e.fabric} {e.sim_seconds:.2f} s" for e in slow)
-          + f"; sum of simulation times {sum(e.sim_seconds for e in ok):.1f} s")
-    return {"scan_s": t_scan, "scan_cpu_s": cpu_scan, "sweep_1t_s": t_1t, "sweep_1t_cpu_s": cpu_1t}
+    return _run(["scan", "sweep-1t"], "scale-out")
 
 
 if __name__ == "__main__":

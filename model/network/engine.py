@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import engine_kernel as K_
+from numba import types as nb_types
+from numba.typed import Dict
+
+from fred.model import engine_kernel as K_
 from .maxmin import maxmin_rates, priority_rates
 from .simresult import SimResult
 from .taskgraph import FLOW, TaskGraph
@@ -52,17 +55,6 @@ def _gather(ptr, flat, ids):
     owner = np.repeat(np.arange(ids.size), ln)
     off = np.arange(tot) - np.repeat(np.cumsum(ln) - ln, ln)
     return flat[lo[owner] + off], owner
-
-
-def _extreme_per_node(n_nodes, nodes, classes, levels, lowest):
-    """Per node, the lowest (or highest) of ``classes`` at it (entries ``nodes[i]``,
-    ``classes[i]``); nodes with none: the int64 maximum (or minimum). ``levels``: every class
-    there may be, ascending -- a few, so one assignment per class beats ``np.minimum.at``."""
-    info = np.iinfo(np.int64)
-    out = np.full(n_nodes, info.max if lowest else info.min)
-    for lv in (levels[::-1] if lowest else levels):   # the last write wins
-        out[nodes[classes == lv]] = lv
-    return out
 
 
 class _Static:
@@ -114,14 +106,38 @@ class _Static:
         self.g_path = self.path[first] if self.K else np.zeros(0, dtype=np.int64)
         self.g_prio = self.prio[first].astype(np.int64) if self.K else np.zeros(0, dtype=np.int64)
         self._arbitration()
-        self.rate_cache = {}
+        # the rate memory: multiset (active groups, their flow counts) -> rates, in flat arrays
+        # the compiled loop reads (entry e: kflat/mflat/rflat[kptr[e]:kptr[e + 1]]) and a hash
+        # table from the multiset's hash to its entry
+        self.memo = Dict.empty(key_type=nb_types.int64, value_type=nb_types.int64)
+        self.kptr = np.zeros(1, dtype=np.int64)
+        self.kflat = np.zeros(1024, dtype=np.int64)
+        self.mflat = np.zeros(1024, dtype=np.int64)
+        self.rflat = np.zeros(1024)
+
+    def remember(self, h, ag, mult, rate):
+        """Add the rates of multiset (``ag``, ``mult``) with hash ``h`` to the memory."""
+        e = self.kptr.size - 1
+        lo = int(self.kptr[e])
+        hi = lo + ag.size
+        if hi > self.kflat.size:
+            cap = max(2 * self.kflat.size, hi)
+            self.kflat = np.resize(self.kflat, cap)
+            self.mflat = np.resize(self.mflat, cap)
+            self.rflat = np.resize(self.rflat, cap)
+        self.kflat[lo:hi], self.mflat[lo:hi], self.rflat[lo:hi] = ag, mult, rate
+        self.kptr = np.append(self.kptr, hi)
+        self.memo[h] = e
 
     def _arbitration(self):
         """FRED switch arbitration (one phase at a time, MP > PP > DP): only where classes differ."""
         topo = self.topo
         self.arb = bool(self.multi_prio and topo.fred_switches and topo.is_switch.any())
+        self.n_nodes = topo.num_nodes
+        self.q_flat = np.zeros(1, dtype=np.int64)
+        self.q_ptr = np.zeros(self.P + 1, dtype=np.int64)
+        self.t_pre = self.t_resume = 0.0
         if self.arb:
-            self.n_nodes = topo.num_nodes
             self.sw_a = np.where(topo.is_switch[topo.link_src], topo.link_src, -1).astype(np.int64)
             self.sw_b = np.where(topo.is_switch[topo.link_dst], topo.link_dst, -1).astype(np.int64)
             self.t_pre, self.t_resume = self.timing.preemption_delay_s, self.timing.resume_delay_s
@@ -192,72 +208,38 @@ class _Engine:
         self.ist = np.zeros(K_.N_ISTATE, dtype=np.int64)
         self.ist[K_.I_NPEND] = first.size
         self.ist[K_.I_ARB] = int(st.arb)
-        self.fst = np.zeros(1)
-        self.n_pre = self.n_res = 0
+        self.ist[K_.I_REMEMBER] = int(bool(remember_rates))
+        self.fst = np.array([0.0, st.t_pre, st.t_resume])
+        # scratch of the compiled loop: per group, per node
+        self.nf = np.zeros(max(K, 1), dtype=np.int64)
+        self.nold = np.zeros(max(K, 1), dtype=np.int64)
+        self.mark = np.zeros(max(K, 1), dtype=np.int64)
+        self.ag = np.zeros(max(K, 1), dtype=np.int64)
+        self.minrun = np.zeros(max(st.n_nodes, 1), dtype=np.int64)
+        self.maxnew = np.zeros(max(st.n_nodes, 1), dtype=np.int64)
 
     def simulate(self):
-        st = self
-        s = self.st
-        args = (self.ist, self.fst, s.kind, self.dur, s.path, s.nbytes, s.group, s.s_ptr, s.s_idx, s.p_len,
-                s.p_lat, self.indeg, self.start, self.finish, self.pend, self.done, self.act, self.rem,
-                self.gcnt, self.grate, self.fresh, self.xlat, self.tim_t, self.tim_i)
-        ist = self.ist
-        while K_.advance_until_solve(*args) == K_.SOLVE:
-            st._solve_rates()
-            ist[K_.I_DIRTY] = 0
+        s, ist = self.st, self.ist
+        state = (self.ist, self.fst, s.kind, self.dur, s.path, s.nbytes, s.group, s.s_ptr, s.s_idx, s.p_len,
+                 s.p_lat, self.indeg, self.start, self.finish, self.pend, self.done, self.act, self.rem,
+                 self.gcnt, self.grate, self.fresh, self.xlat, self.tim_t, self.tim_i,
+                 s.g_path, s.g_prio, s.q_ptr, s.q_flat, self.nf, self.nold, self.minrun, self.maxnew, self.mark,
+                 self.ag, s.memo)
+        while K_.advance_until_solve(*state, s.kptr, s.kflat, s.mflat, s.rflat) == K_.SOLVE:
+            self._solve_rates()
 
     # ---- rates -------------------------------------------------------------------------------
     def _solve_rates(self):
-        """Rates of the active groups, remembered per multiset of active groups."""
-        st = self.st
-        ag = np.flatnonzero(self.gcnt[:st.K])
+        """Rates of the active groups (the compiled loop found them not in the memory)."""
+        st, ist = self.st, self.ist
+        ag = self.ag[:ist[K_.I_NAG]].copy()
         mult = self.gcnt[ag]
-        if st.arb:
-            self._charge_preemptions(ag, mult)
         if self.remember:
-            tag = ag.tobytes() + mult.tobytes()
-            rate = st.rate_cache.get(tag)
-            if rate is None:
-                rate = st.solve(ag, mult)
-                st.rate_cache[tag] = rate
+            rate = st.solve(ag, mult)
+            st.remember(int(ist[K_.I_HASH]), ag, mult, rate)
         else:
             rate = _solve_one_by_one(st, ag, mult)
         self.grate[ag] = rate
-
-    def _charge_preemptions(self, ag, mult):
-        """A new flow meets a lower class holding the fabric of a switch on its route: it
-        preempts (pays the measured preemption latency), and every flow it interrupts there pays
-        a phase switch to get the fabric back. Per rate group (its flows share path and class):
-        its flows started since the last solve, and its running ones."""
-        st = self.st
-        act = self.act[:self.ist[K_.I_NACT]]
-        isnew_f = self.fresh[act].astype(bool)
-        if not isnew_f.any():
-            return
-        self.fresh[act] = 0
-        gf = st.group[act]
-        nf = np.bincount(gf[isnew_f], minlength=st.K)[ag]
-        isnew = nf > 0
-        running = ((mult - nf) > 0) & (self.grate[ag] > 0)
-        sn, so = _gather(st.q_ptr, st.q_flat, st.g_path[ag])
-        pe = st.g_prio[ag][so]
-        run_e, new_e = running[so], isnew[so]
-        minp = _extreme_per_node(st.n_nodes, sn[run_e], pe[run_e], st.levels, lowest=True)
-        pre = np.unique(so[new_e & (minp[sn] < pe)])
-        if not pre.size:
-            return
-        maxp = _extreme_per_node(st.n_nodes, sn[new_e], pe[new_e], st.levels, lowest=False)
-        vic = np.unique(so[run_e & (maxp[sn] > pe)])
-        in_pre = np.zeros(st.K, dtype=bool)
-        in_pre[ag[pre]] = True
-        in_vic = np.zeros(st.K, dtype=bool)
-        in_vic[ag[vic]] = True
-        pf = act[isnew_f & in_pre[gf]]
-        vf = act[~isnew_f & in_vic[gf]]
-        self.xlat[pf] += st.t_pre
-        self.xlat[vf] += st.t_resume
-        self.n_pre += int(pf.size)
-        self.n_res += int(vf.size)
 
     # ---- the result --------------------------------------------------------------------------
     def result(self) -> SimResult:
@@ -272,8 +254,9 @@ class _Engine:
             start[j] = start[b]
         link_bytes, bytes_sent, bytes_recv = self._traffic()
         return SimResult(topo, self.timing, g, start, finish, link_bytes=link_bytes, bytes_sent=bytes_sent,
-                         bytes_received=bytes_recv, events=int(self.ist[K_.I_EVENTS]), preemptions=self.n_pre,
-                         resumes=self.n_res, preemption_latency=float(self.xlat[:N].sum()))
+                         bytes_received=bytes_recv, events=int(self.ist[K_.I_EVENTS]),
+                         preemptions=int(self.ist[K_.I_NPRE]), resumes=int(self.ist[K_.I_NRES]),
+                         preemption_latency=float(self.xlat[:N].sum()))
 
     def _traffic(self):
         """Bytes per link, sent per node and received per node."""

@@ -24,7 +24,11 @@ iteration time, compute and exposed communication by kind and the speedup over t
   (grid resolution, no refinement).
 
 The jobs are independent; :func:`scan` takes a ``map_fn(fn, jobs, desc=..., label=...)`` to run
-them (the CLI passes :class:`fred.jobs.JobRunner`'s Dask map; the default is a serial loop).
+them (the CLI passes :class:`fred.jobs.JobRunner`'s Dask map; the default is a serial loop). A
+job is one workload x fabric x samples over the whole grid (:class:`SeriesJob`: in one process
+its task graphs are built once and re-timed for every k), then one job per paper cell that still
+brackets its band edge runs that cell's whole bisection (:class:`BisectJob`): the cells refine
+side by side, each at its own pace, instead of in rounds that wait for the slowest cell.
 """
 
 from __future__ import annotations
@@ -126,6 +130,53 @@ def run_point(job: ScanJob) -> Point:
     return p
 
 
+@dataclass(frozen=True)
+class SeriesJob:
+    """The scan's unit of work on a worker: one workload x fabric x samples at several k, in one
+    process, so that its task graphs are built once and re-timed for each k
+    (:mod:`fred.model.schedule_tape`)."""
+    points: tuple                    # ScanJobs, one per k
+
+    def label(self) -> str:
+        j = self.points[0]
+        return (f"{j.workload} on {j.fabric} at {len(self.points)} k value{'s' if len(self.points) != 1 else ''}, "
+                f"{j.samples:g} samples per replica")
+
+
+def run_series(job: SeriesJob) -> list:
+    """Run the scan jobs of a series (the function the workers execute); one Point each."""
+    return [run_point(j) for j in job.points]
+
+
+@dataclass(frozen=True)
+class BisectJob:
+    """The bisection of one paper cell, all its steps in one process (the cells' bisections run
+    side by side, each at its own pace, rather than in rounds)."""
+    cell: object                     # PaperCell with its bracket
+    params: object = None
+    npu: object = None
+    options: tuple = ()
+
+    def label(self) -> str:
+        c = self.cell
+        return f"bisection of {c.workload} on {c.fabric}, {c.samples:g} samples per replica"
+
+
+def run_bisection(job: BisectJob, point=None) -> "PaperCell":
+    """Refine the cell of ``job`` (see :func:`_bisect`); ``point(ScanJob) -> Point`` evaluates
+    one estimate (default :func:`run_point`). Returns the refined cell."""
+    point = point or run_point
+    c = job.cell
+
+    def speedup_at(k):
+        mesh, fab = (point(ScanJob(c.workload, f, k, c.samples, job.params, job.npu, job.options))
+                     for f in ("mesh", c.fabric))
+        return _speedup(mesh, fab)
+
+    _bisect(c, speedup_at)
+    return c
+
+
 def serial_map(fn, jobs, desc="jobs", label=None):
     """The default ``map_fn``: run the jobs one after another in this process."""
     return [fn(j) for j in jobs]
@@ -186,41 +237,29 @@ def _start_cell(cell: PaperCell, ks, speedups):
         cell._lo, cell._hi, cell._lo_status, cell._todo = ks[i_x - 1], ks[i_x], st[i_x - 1], True
 
 
-def _refine_round(cells, points, run):
-    """One bisection step for every cell still bracketing: evaluate the mid k on the mesh and the
-    cell's fabric (all cells at once), then narrow each bracket."""
-    active = [c for c in cells if c._todo and c._hi / c._lo > 1 + REFINE_RTOL]
-    for c in cells:
-        if c._todo and c not in active:
-            c._todo = False
-            c.bracket = (c._lo, c._hi)
-    if not active:
-        return False
-    mids = {id(c): math.sqrt(c._lo * c._hi) for c in active}
-    want = []
-    for c in active:
-        for f in ("mesh", c.fabric):
-            key = (c.workload, f, mids[id(c)], c.samples)
-            if key not in points and key not in want:
-                want.append(key)
-    for key, p in zip(want, run(want)):
-        points[key] = p
-    for c in active:
-        m = mids[id(c)]
-        sp = _speedup(points[(c.workload, "mesh", m, c.samples)], points[(c.workload, c.fabric, m, c.samples)])
-        c.evaluated.append((m, sp))
-        s = band_status(sp, c.paper_speedup)
+def _bisect(cell: PaperCell, speedup_at):
+    """Bisect the bracket of ``cell`` in log k until it is narrower than :data:`REFINE_RTOL`:
+    ``speedup_at(k)`` gives the speedup at the mid k; a mid inside the band moves the upper end
+    (the smallest k inside is wanted), one on the lower end's side of the band the lower end."""
+    while cell._todo:
+        if not cell._hi / cell._lo > 1 + REFINE_RTOL:
+            cell._todo = False
+            cell.bracket = (cell._lo, cell._hi)
+            break
+        m = math.sqrt(cell._lo * cell._hi)
+        sp = speedup_at(m)
+        cell.evaluated.append((m, sp))
+        s = band_status(sp, cell.paper_speedup)
         if s == "in":
-            c.reached, c.k, c.speedup_at_k, c.found_by = True, m, sp, "bisection"
-            c._hi = m
-        elif s == c._lo_status:
-            c._lo = m
+            cell.reached, cell.k, cell.speedup_at_k, cell.found_by = True, m, sp, "bisection"
+            cell._hi = m
+        elif s == cell._lo_status:
+            cell._lo = m
         elif s == "none":
-            c._todo = False
-            c.bracket = (c._lo, c._hi)
+            cell._todo = False
+            cell.bracket = (cell._lo, cell._hi)
         else:
-            c._hi = m
-    return True
+            cell._hi = m
 
 
 def _speedup(mesh: Point, fab: Point) -> float | None:
@@ -276,6 +315,7 @@ class ScanResult:
     crossovers: list
     timing_source: str = ""
     refine: bool = True
+    estimates: int = 0                 # estimates run: the grid's and the bisections' (mesh and fabric)
 
     def series(self, workload, fabric, samples):
         """(k values, speedups, points) on the grid for one workload x fabric x samples."""
@@ -313,12 +353,13 @@ def scan(workloads=None, fabrics=None, k_values=None, samples=(PAPER_SAMPLES_PER
     opts = tuple(sorted((options or {}).items()))
     map_fn = map_fn or serial_map
 
-    def run(keys):
-        jobs = [ScanJob(w, f, k, s, params, npu, opts) for (w, f, k, s) in keys]
-        return map_fn(run_point, jobs, desc="fred scan", label=ScanJob.label)
-
+    # one job per workload x fabric x samples over all k (its graphs built once, re-timed per k)
+    series = [SeriesJob(tuple(ScanJob(w, f, k, s, params, npu, opts) for k in ks))
+              for w in wl for s in samples for f in fl]
+    runs = map_fn(run_series, series, desc="fred scan", label=SeriesJob.label)
+    got = {(j.workload, j.fabric, j.k, j.samples): p for sj, pts in zip(series, runs) for j, p in zip(sj.points, pts)}
     keys = [(w, f, k, s) for w in wl for s in samples for k in ks for f in fl]
-    points = dict(zip(keys, run(keys)))
+    points = {key: got[key] for key in keys}
     for (w, f, k, s), p in points.items():
         p.speedup = _speedup(points[(w, "mesh", k, s)], p)
     grid = dict(points)
@@ -339,8 +380,13 @@ def scan(workloads=None, fabrics=None, k_values=None, samples=(PAPER_SAMPLES_PER
                 if not refine:
                     c._todo = False
                 cells.append(c)
-    while refine and _refine_round(cells, points, run):
-        pass
+    # one job per cell still bracketing: its whole bisection (cells side by side, not in rounds)
+    todo = [i for i, c in enumerate(cells) if c._todo]
+    if refine and todo:
+        done = map_fn(run_bisection, [BisectJob(cells[i], params, npu, opts) for i in todo],
+                      desc="fred scan bisection", label=BisectJob.label)
+        for i, c in zip(todo, done):
+            cells[i] = c
     for c in cells:
         if c.evaluated and c.reached:
             c.found_by = "bisection"          # the band's lower edge located to REFINE_RTOL
@@ -351,7 +397,8 @@ def scan(workloads=None, fabrics=None, k_values=None, samples=(PAPER_SAMPLES_PER
     xs = [crossover(w, f, s, sv, ks, [grid[(w, f, k, s)].speedup for k in ks])
           for w in wl for s in samples for f in fl if f != "mesh" for sv in SAVINGS]
     source = next((p.timing_source for p in grid.values() if p.timing_source), params.switch.source)
-    return ScanResult(wl, fl, ks, samples, npu, grid, cells, xs, source, refine)
+    return ScanResult(wl, fl, ks, samples, npu, grid, cells, xs, source, refine,
+                      estimates=len(keys) + 2 * sum(len(c.evaluated) for c in cells))
 
 
 # ---- JSON --------------------------------------------------------------------------------------

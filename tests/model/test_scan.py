@@ -48,13 +48,16 @@ def _fake_map(curves):
     1 s, a fabric 1 / curve(k) s. Records how many jobs ran."""
     calls = []
 
+    def point(j):
+        t = 1.0 if j.fabric == "mesh" else 1.0 / curves[j.fabric](j.k)
+        return S.Point(j.workload, j.fabric, j.k, j.samples, iteration_time=t, compute_time=t, exposed={})
+
     def run(fn, jobs, desc="", label=None):
-        assert fn is S.run_point
-        out = []
-        for j in jobs:
-            t = 1.0 if j.fabric == "mesh" else 1.0 / curves[j.fabric](j.k)
-            out.append(S.Point(j.workload, j.fabric, j.k, j.samples, iteration_time=t, compute_time=t,
-                               exposed={}))
+        if fn is S.run_series:
+            out = [[point(j) for j in sj.points] for sj in jobs]
+        else:
+            assert fn is S.run_bisection
+            out = [S.run_bisection(j, point=point) for j in jobs]
         calls.append(len(jobs))
         return out
     run.calls = calls
