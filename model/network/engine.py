@@ -110,23 +110,25 @@ class _Static:
         # the compiled loop reads (entry e: kflat/mflat/rflat[kptr[e]:kptr[e + 1]]) and a hash
         # table from the multiset's hash to its entry
         self.memo = Dict.empty(key_type=nb_types.int64, value_type=nb_types.int64)
-        self.kptr = np.zeros(1, dtype=np.int64)
-        self.kflat = np.zeros(1024, dtype=np.int64)
-        self.mflat = np.zeros(1024, dtype=np.int64)
-        self.rflat = np.zeros(1024)
+        self.entries = 0
+        self.kptr = np.zeros(256, dtype=np.int64)
+        self.kflat = np.zeros(4096, dtype=np.int64)
+        self.mflat = np.zeros(4096, dtype=np.int64)
+        self.rflat = np.zeros(4096)
 
     def remember(self, h, ag, mult, rate):
         """Add the rates of multiset (``ag``, ``mult``) with hash ``h`` to the memory."""
-        e = self.kptr.size - 1
+        e = self.entries
         lo = int(self.kptr[e])
         hi = lo + ag.size
-        if hi > self.kflat.size:
+        if hi > self.kflat.size:                    # grow by doubling
             cap = max(2 * self.kflat.size, hi)
-            self.kflat = np.resize(self.kflat, cap)
-            self.mflat = np.resize(self.mflat, cap)
-            self.rflat = np.resize(self.rflat, cap)
+            self.kflat, self.mflat, self.rflat = (_grown(a, cap) for a in (self.kflat, self.mflat, self.rflat))
+        if e + 2 > self.kptr.size:
+            self.kptr = _grown(self.kptr, 2 * self.kptr.size)
         self.kflat[lo:hi], self.mflat[lo:hi], self.rflat[lo:hi] = ag, mult, rate
-        self.kptr = np.append(self.kptr, hi)
+        self.kptr[e + 1] = hi
+        self.entries = e + 1
         self.memo[h] = e
 
     def _arbitration(self):
@@ -163,6 +165,12 @@ class _Static:
         if self.multi_prio:
             return priority_rates(ow, lk, ag.size, self.cap_link, flow_cap, self.g_prio[ag], mult=m)
         return maxmin_rates(ow, lk, ag.size, self.cap_link, flow_cap, m)
+
+
+def _grown(a, cap):
+    b = np.zeros(cap, dtype=a.dtype)
+    b[:a.size] = a
+    return b
 
 
 def _static(graph: TaskGraph) -> _Static:

@@ -12,6 +12,7 @@ starts or ends.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 __all__ = ["maxmin_rates", "priority_rates"]
 
@@ -34,52 +35,114 @@ def maxmin_rates(ent_flow, ent_link, nflows, link_cap, flow_cap=None, mult=None)
         return np.zeros(0)
     if ent_flow.size == 0:
         return fcap.copy()
-    w = None if mult is None else np.asarray(mult, dtype=np.int64)[ent_flow]
-    cnt = np.bincount(ent_link, weights=w, minlength=link_cap.size)
+    w = np.ones(ent_flow.size) if mult is None else np.asarray(mult, dtype=np.int64)[ent_flow].astype(float)
+    return _progressive_filling(ent_flow, ent_link, nflows, link_cap, fcap, w)
+
+
+@njit(cache=True, nogil=True)
+def _progressive_filling(ent_flow, ent_link, nflows, link_cap, fcap, w):
+    """:func:`maxmin_rates` compiled: entry e (weight ``w[e]``, the multiplicity of its flow)
+    puts flow ``ent_flow[e]`` on link ``ent_link[e]``. Sums run in entry order (as
+    ``np.bincount`` does), so the rates are those of the vectorised formulation to the bit."""
+    L = link_cap.size
+    cnt = np.zeros(L)
+    for e in range(ent_flow.size):
+        cnt[ent_link[e]] += w[e]
     if cnt.max() <= 1:
         # fast path: no link is shared, every flow runs at its own bottleneck
         rate = np.full(nflows, np.inf)
-        np.minimum.at(rate, ent_flow, link_cap[ent_link])
-        return np.minimum(rate, fcap)
-    used = np.flatnonzero(cnt)
-    remap = np.empty(link_cap.size, dtype=np.int64)
-    remap[used] = np.arange(used.size)
-    el = remap[ent_link]
-    ef = ent_flow
-    cap = link_cap[used].copy()
+        for e in range(ent_flow.size):
+            c = link_cap[ent_link[e]]
+            if c < rate[ent_flow[e]]:
+                rate[ent_flow[e]] = c
+        for i in range(nflows):
+            if fcap[i] < rate[i]:
+                rate[i] = fcap[i]
+        return rate
+    remap = np.full(L, -1, dtype=np.int64)
+    nu = 0
+    for l in range(L):
+        if cnt[l] != 0:
+            remap[l] = nu
+            nu += 1
+    cap = np.zeros(nu)
+    for l in range(L):
+        if remap[l] >= 0:
+            cap[remap[l]] = link_cap[l]
     tol = 1e-9 * np.maximum(cap, 1.0)
-    nu = used.size
+    n = ent_flow.size
+    ef = ent_flow.copy()
+    el = np.empty(n, dtype=np.int64)
+    for e in range(n):
+        el[e] = remap[ent_link[e]]
+    ww = w.copy()
     rate = np.zeros(nflows)
-    frozen = np.ones(nflows, dtype=bool)
-    frozen[ef] = False
-    rate[frozen] = fcap[frozen]
-    capped = np.isfinite(fcap).any()
+    frozen = np.ones(nflows, dtype=np.bool_)
+    for e in range(n):
+        frozen[ef[e]] = False
+    capped = False
+    for i in range(nflows):
+        if frozen[i]:
+            rate[i] = fcap[i]
+        if np.isfinite(fcap[i]):
+            capped = True
     level = 0.0
+    c = np.zeros(nu)
+    newly = np.zeros(nflows, dtype=np.bool_)
     for _ in range(nflows + 2):
-        c = np.bincount(el, weights=w, minlength=nu)
-        m = c > 0
-        inc = (cap[m] / c[m]).min()
+        c[:] = 0.0
+        for e in range(n):
+            c[el[e]] += ww[e]
+        inc = np.inf
+        for l in range(nu):
+            if c[l] > 0:
+                v = cap[l] / c[l]
+                if v < inc:
+                    inc = v
         if capped:
-            inc = min(inc, fcap[~frozen].min() - level)
+            fm = np.inf
+            for i in range(nflows):
+                if not frozen[i] and fcap[i] < fm:
+                    fm = fcap[i]
+            inc = min(inc, fm - level)
         inc = max(inc, 0.0)
         level += inc
-        cap -= inc * c
-        sat = m & (cap <= tol)
-        newly = np.zeros(nflows, dtype=bool)
-        newly[ef[sat[el]]] = True
-        if capped:
-            newly |= (~frozen) & (fcap <= level * (1 + 1e-12))
-            newly &= ~frozen
-        if not newly.any():  # numerical corner: freeze everything left
-            newly = ~frozen
-        rate[newly] = level
-        frozen |= newly
-        if frozen.all():
+        for l in range(nu):
+            cap[l] -= inc * c[l]
+        newly[:] = False
+        for e in range(n):
+            l = el[e]
+            if c[l] > 0 and cap[l] <= tol[l]:
+                newly[ef[e]] = True
+        anynew = False
+        for i in range(nflows):
+            if capped:
+                if not frozen[i] and fcap[i] <= level * (1 + 1e-12):
+                    newly[i] = True
+                if frozen[i]:
+                    newly[i] = False
+            if newly[i]:
+                anynew = True
+        if not anynew:  # numerical corner: freeze everything left
+            for i in range(nflows):
+                newly[i] = not frozen[i]
+        done = True
+        for i in range(nflows):
+            if newly[i]:
+                rate[i] = level
+                frozen[i] = True
+            if not frozen[i]:
+                done = False
+        if done:
             break
-        keep = ~newly[ef]
-        ef, el = ef[keep], el[keep]
-        if w is not None:
-            w = w[keep]
+        k = 0
+        for e in range(n):
+            if not newly[ef[e]]:
+                ef[k] = ef[e]
+                el[k] = el[e]
+                ww[k] = ww[e]
+                k += 1
+        n = k
     return rate
 
 
