@@ -21,10 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numba import types as nb_types
-from numba.typed import Dict
-
-from fred.model import engine_kernel as K_
+from . import engine_kernel as K_
 from .maxmin import maxmin_rates, priority_rates
 from .simresult import SimResult
 from .taskgraph import FLOW, TaskGraph
@@ -106,12 +103,13 @@ class _Static:
         self.g_path = self.path[first] if self.K else np.zeros(0, dtype=np.int64)
         self.g_prio = self.prio[first].astype(np.int64) if self.K else np.zeros(0, dtype=np.int64)
         self._arbitration()
-        # the rate memory: multiset (active groups, their flow counts) -> rates, in flat arrays
-        # the compiled loop reads (entry e: kflat/mflat/rflat[kptr[e]:kptr[e + 1]]) and a hash
-        # table from the multiset's hash to its entry
-        self.memo = Dict.empty(key_type=nb_types.int64, value_type=nb_types.int64)
+        # the rate memory: entry e is a multiset (active groups kflat[kptr[e]:kptr[e + 1]], their
+        # flow counts mflat[...]) with its rates rflat[...] and hash hkey[e]; htab (open
+        # addressing, -1 empty) finds an entry by hash in the compiled loop
         self.entries = 0
         self.kptr = np.zeros(256, dtype=np.int64)
+        self.hkey = np.zeros(256, dtype=np.int64)
+        self.htab = np.full(1024, -1, dtype=np.int64)
         self.kflat = np.zeros(4096, dtype=np.int64)
         self.mflat = np.zeros(4096, dtype=np.int64)
         self.rflat = np.zeros(4096)
@@ -126,10 +124,16 @@ class _Static:
             self.kflat, self.mflat, self.rflat = (_grown(a, cap) for a in (self.kflat, self.mflat, self.rflat))
         if e + 2 > self.kptr.size:
             self.kptr = _grown(self.kptr, 2 * self.kptr.size)
+            self.hkey = _grown(self.hkey, self.kptr.size)
         self.kflat[lo:hi], self.mflat[lo:hi], self.rflat[lo:hi] = ag, mult, rate
         self.kptr[e + 1] = hi
+        self.hkey[e] = h
         self.entries = e + 1
-        self.memo[h] = e
+        if 2 * self.entries > self.htab.size:       # keep the table at most half full
+            self.htab = np.full(2 * self.htab.size, -1, dtype=np.int64)
+            K_.rehash(self.htab, self.hkey, self.entries)
+        else:
+            K_.hash_insert(self.htab, self.hkey, e)
 
     def _arbitration(self):
         """FRED switch arbitration (one phase at a time, MP > PP > DP): only where classes differ."""
@@ -232,8 +236,8 @@ class _Engine:
                  s.p_lat, self.indeg, self.start, self.finish, self.pend, self.done, self.act, self.rem,
                  self.gcnt, self.grate, self.fresh, self.xlat, self.tim_t, self.tim_i,
                  s.g_path, s.g_prio, s.q_ptr, s.q_flat, self.nf, self.nold, self.minrun, self.maxnew, self.mark,
-                 self.ag, s.memo)
-        while K_.advance_until_solve(*state, s.kptr, s.kflat, s.mflat, s.rflat) == K_.SOLVE:
+                 self.ag)
+        while K_.advance_until_solve(*state, s.htab, s.hkey, s.kptr, s.kflat, s.mflat, s.rflat) == K_.SOLVE:
             self._solve_rates()
 
     # ---- rates -------------------------------------------------------------------------------

@@ -158,30 +158,59 @@ def _active_groups(ist, act, nact, group, gcnt, mark, ag):
 
 
 @njit(cache=True, nogil=True)
-def _remembered(ist, ag, nag, gcnt, grate, memo, kptr, kflat, mflat, rflat):
+def hash_insert(htab, hkey, e):
+    """Put entry ``e`` (hash ``hkey[e]``) into the open-addressing table ``htab`` (-1: empty)."""
+    mask = htab.size - 1
+    i = hkey[e] & mask
+    while htab[i] >= 0:
+        i = (i + 1) & mask
+    htab[i] = e
+
+
+@njit(cache=True, nogil=True)
+def rehash(htab, hkey, n):
+    """Fill the (empty) table ``htab`` with entries 0..n-1."""
+    htab[:] = -1
+    for e in range(n):
+        hash_insert(htab, hkey, e)
+
+
+@njit(cache=True, nogil=True)
+def _remembered(ist, ag, nag, gcnt, grate, htab, hkey, kptr, kflat, mflat, rflat):
     """The rates of the active groups from the memory (True), if this multiset is in it."""
     h = ist[I_HASH]
-    if h not in memo:
-        return False
-    e = memo[h]
-    lo = kptr[e]
-    if kptr[e + 1] - lo != nag:
-        return False
-    for a in range(nag):
-        if kflat[lo + a] != ag[a] or mflat[lo + a] != gcnt[ag[a]]:
-            return False
-    for a in range(nag):
-        grate[ag[a]] = rflat[lo + a]
-    return True
+    mask = htab.size - 1
+    i = h & mask
+    while htab[i] >= 0:
+        e = htab[i]
+        i = (i + 1) & mask
+        if hkey[e] != h:
+            continue
+        lo = kptr[e]
+        if kptr[e + 1] - lo != nag:
+            continue
+        same = True
+        for a in range(nag):
+            if kflat[lo + a] != ag[a] or mflat[lo + a] != gcnt[ag[a]]:
+                same = False
+                break
+        if not same:
+            continue
+        for a in range(nag):
+            grate[ag[a]] = rflat[lo + a]
+        return True
+    return False
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def advance_until_solve(ist, fst, kind, dur, path, nbytes, group, s_ptr, s_idx, p_len, p_lat,
                         indeg, start, finish, pend, done, act, rem, gcnt, grate, fresh, xlat, tim_t, tim_i,
                         g_path, g_prio, q_ptr, q_flat, nf, nold, minrun, maxnew, mark, ag,
-                        memo, kptr, kflat, mflat, rflat):
+                        htab, hkey, kptr, kflat, mflat, rflat):
     """Run events from the state (see the module docstring); DONE, or SOLVE with the active groups
-    in ``ag[:ist[I_NAG]]`` when their rates are not in the memory."""
+    in ``ag[:ist[I_NAG]]`` when their rates are not in the memory (the memory: entry e holds a
+    multiset of groups ``kflat[kptr[e]:kptr[e + 1]]`` with flow counts ``mflat[...]``, its rates
+    ``rflat[...]`` and its hash ``hkey[e]``; ``htab`` finds entries by hash)."""
     npend, ndone, nact, ntim = ist[I_NPEND], ist[I_NDONE], ist[I_NACT], ist[I_NTIM]
     dirty, events, arb = ist[I_DIRTY], ist[I_EVENTS], ist[I_ARB]
     t = fst[0]
@@ -230,7 +259,8 @@ def advance_until_solve(ist, fst, kind, dur, path, nbytes, group, s_ptr, s_idx, 
             if arb:
                 _charge_preemptions(ist, fst, act, nact, group, fresh, grate, g_path, g_prio, q_ptr, q_flat,
                                     xlat, nf, nold, minrun, maxnew, ag, nag)
-            if not (ist[I_REMEMBER] and _remembered(ist, ag, nag, gcnt, grate, memo, kptr, kflat, mflat, rflat)):
+            if not (ist[I_REMEMBER] and _remembered(ist, ag, nag, gcnt, grate, htab, hkey, kptr, kflat, mflat,
+                                                    rflat)):
                 status = SOLVE
                 dirty = 0          # the caller solves before calling again
                 break
