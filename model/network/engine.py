@@ -188,7 +188,7 @@ def _static(graph: TaskGraph) -> _Static:
 
 
 class _Engine:
-    """The state of one run, in arrays the compiled loop (:mod:`fred.model.engine_kernel`)
+    """The state of one run, in arrays the compiled loop (:mod:`fred.model.network.engine_kernel`)
     works on: per task its start and finish, the active flows (``act``) with their remaining
     bytes, per rate group its active flows (``gcnt``) and rate (``grate``), the timers (a heap).
     Between calls of the loop this class solves the rates: they depend only on the multiset of

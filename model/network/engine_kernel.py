@@ -1,6 +1,6 @@
 """The event engine's compiled loop (numba): everything an event does but the rate solve.
 
-:func:`advance_until_solve` runs the engine of :mod:`fred.model.engine` from its current state
+:func:`advance_until_solve` runs the engine of :mod:`fred.model.network.engine` from its current state
 until the run ends (returns :data:`DONE`) or the set of active flows has changed and their rates
 must be solved again (returns :data:`SOLVE`; the caller solves, writes the rates per rate group
 and calls again). The state lives in numpy arrays the caller owns, so a call costs no copying.
@@ -211,6 +211,7 @@ def advance_until_solve(ist, fst, kind, dur, path, nbytes, group, s_ptr, s_idx, 
     in ``ag[:ist[I_NAG]]`` when their rates are not in the memory (the memory: entry e holds a
     multiset of groups ``kflat[kptr[e]:kptr[e + 1]]`` with flow counts ``mflat[...]``, its rates
     ``rflat[...]`` and its hash ``hkey[e]``; ``htab`` finds entries by hash)."""
+    # long: one compiled loop over the event steps; the counters live in locals between steps
     npend, ndone, nact, ntim = ist[I_NPEND], ist[I_NDONE], ist[I_NACT], ist[I_NTIM]
     dirty, events, arb = ist[I_DIRTY], ist[I_EVENTS], ist[I_ARB]
     t = fst[0]

@@ -197,7 +197,7 @@ class Topology:
     def fingerprint(self) -> str:
         """A digest of everything that defines this topology (nodes, links, routing, timing and
         every other attribute; not the route cache): equal digests, equal topologies. The
-        schedule's graph cache (:mod:`fred.model.schedule_tape`) keys on it."""
+        schedule's graph cache (:mod:`fred.model.schedule.tape`) keys on it."""
         h = hashlib.sha256()
         for k in sorted(vars(self)):
             if k not in _NOT_FINGERPRINTED:

@@ -44,6 +44,7 @@ def _progressive_filling(ent_flow, ent_link, nflows, link_cap, fcap, w):
     """:func:`maxmin_rates` compiled: entry e (weight ``w[e]``, the multiplicity of its flow)
     puts flow ``ent_flow[e]`` on link ``ent_link[e]``. Sums run in entry order (as
     ``np.bincount`` does), so the rates are those of the vectorised formulation to the bit."""
+    # long: the vectorised algorithm written out as loops, step by step, to keep its arithmetic
     L = link_cap.size
     cnt = np.zeros(L)
     for e in range(ent_flow.size):

@@ -10,7 +10,7 @@ configuration fit in HBM, :mod:`fred.model.workload.memory`) is chosen per point
 chooses it; activation offload runs through the I/O controllers and does not scale with k.
 
 For each workload x fabric x k x samples per DP replica, :func:`scan` runs one
-:func:`fred.model.training.estimator.estimate` (the mesh always included as the reference) and reports
+:func:`fred.model.training.estimate.estimate` (the mesh always included as the reference) and reports
 iteration time, compute and exposed communication by kind and the speedup over the mesh. Then:
 
 * **paper cells** -- for each of the paper's eight headline cells (:data:`PAPER_SPEEDUPS`,
@@ -40,7 +40,7 @@ from fred import FredError
 from fred.contract.checks import check_int, check_number
 
 from fred.model.workload import compute as C
-from .estimator import FABRIC_ORDER, PAPER_SPEEDUPS, estimate, resolve_fabrics, resolve_workloads
+from .estimate import FABRIC_ORDER, PAPER_SPEEDUPS, estimate, resolve_fabrics, resolve_workloads
 from fred.model.system import default_params
 
 #: default scan range of k (multiples of the default NPU) and number of log-spaced points: from a
@@ -134,7 +134,7 @@ def run_point(job: ScanJob) -> Point:
 class SeriesJob:
     """The scan's unit of work on a worker: one workload x fabric x samples at several k, in one
     process, so that its task graphs are built once and re-timed for each k
-    (:mod:`fred.model.schedule_tape`)."""
+    (:mod:`fred.model.schedule.tape`)."""
     points: tuple                    # ScanJobs, one per k
 
     def label(self) -> str:

@@ -4,7 +4,7 @@
 construction as they were before the speed work of issue 24 (one graph per estimate, rebuilt for
 every k; the numpy-per-event engine), by this file run as a script::
 
-    .venv/bin/python tests/test_model_speed_reference.py --write
+    .venv/bin/python tests/model/test_model_speed_reference.py --write
 
 It holds what ``fred estimate``, ``fred sweep`` and ``fred scan`` print for reduced
 configurations: the full estimate table (4 workloads x 5 fabrics), a sweep of Transformer-1T
@@ -23,7 +23,7 @@ import json
 import sys
 from pathlib import Path
 
-REFERENCE = Path(__file__).resolve().parent / "data" / "model_speed_reference.json"
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "model_speed_reference.json"
 
 #: the reduced sweeps: workload -> strategies (MP, DP, PP), on the mesh and Fred-D at rule 40
 SWEEP_STRATEGIES = {
