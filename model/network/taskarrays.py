@@ -28,21 +28,28 @@ class Grow:
             self.a = b
 
     def append(self, v):
-        self._reserve(1)
-        self.a[self.n] = v
-        self.n += 1
+        n = self.n
+        if n >= len(self.a):
+            self._reserve(1)
+        self.a[n] = v
+        self.n = n + 1
 
     def extend(self, vals):
-        vals = np.asarray(vals)
+        if not isinstance(vals, np.ndarray):
+            vals = np.asarray(vals)
         k = vals.size
-        self._reserve(k)
-        self.a[self.n: self.n + k] = vals.ravel()
-        self.n += k
+        n = self.n
+        if n + k > len(self.a):
+            self._reserve(k)
+        self.a[n: n + k] = vals.ravel()
+        self.n = n + k
 
     def fill(self, v, k):
-        self._reserve(k)
-        self.a[self.n: self.n + k] = v
-        self.n += k
+        n = self.n
+        if n + k > len(self.a):
+            self._reserve(k)
+        self.a[n: n + k] = v
+        self.n = n + k
 
     def view(self):
         return self.a[: self.n]

@@ -38,6 +38,10 @@ MAX_TASKS = 10_000_000
 MAX_PATH_LINKS = 10_000_000
 
 
+#: topologies up to this many nodes look unicast paths up in a dense pair table (8 MB at most)
+_PAIR_TABLE_NODES = 1024
+
+
 def _too_many_tasks():
     return FredError(f"this simulation needs more than {MAX_TASKS:,} tasks (flows and delays), more than "
                      f"fit in memory; use fewer NPUs, fewer chunks or a hierarchical algorithm")
@@ -96,6 +100,7 @@ class TaskGraph:
         self._p_cap: list[float] = []
         self._p_cache: dict = {}
         self._spans: list[tuple[int, int]] = []  # (begin task, join task) of collectives
+        self._pair_pid = None                     # unicast path id by src x nodes + dst (-1: none yet)
         #: plans of the collectives expanded so far, by (op, group, algorithm, root, io): a
         #: collective repeated on the same group reuses its plan (:mod:`fred.model.collectives.api`)
         self.plan_cache: dict = {}
@@ -294,8 +299,25 @@ class TaskGraph:
         if srcs.size == 0:
             return np.zeros(0, dtype=np.int64)
         # each distinct pair once, in the order of first appearance (new paths get their ids
-        # in that order, as if the pairs were looked up one by one)
-        uniq, first, inv = np.unique(srcs * self.topo.num_nodes + dsts, return_index=True, return_inverse=True)
+        # in that order, as if the pairs were looked up one by one); pairs seen before come from
+        # a table indexed by src x nodes + dst (a dict on very large topologies)
+        n = self.topo.num_nodes
+        key = srcs * n + dsts
+        inside = min(srcs.min(), dsts.min()) >= 0 and max(srcs.max(), dsts.max()) < n
+        if n <= _PAIR_TABLE_NODES and inside:       # (a node outside: the lookup one by one refuses it)
+            if self._pair_pid is None or self._pair_pid.size != n * n:
+                self._pair_pid = np.full(n * n, -1, dtype=np.int64)
+            table = self._pair_pid
+            pids = table[key]
+            miss = pids < 0
+            if miss.any():
+                mk = key[miss]
+                _, first = np.unique(mk, return_index=True)
+                for k in mk[np.sort(first)].tolist():
+                    table[k] = self.path_unicast(k // n, k % n)
+                pids = table[key]
+            return pids
+        uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
         order = np.argsort(first, kind="stable")
         pids = np.empty(uniq.size, dtype=np.int64)
         for j, s, d in zip(order.tolist(), srcs[first[order]].tolist(), dsts[first[order]].tolist()):
