@@ -71,11 +71,8 @@ class _Static:
         self.multi_prio = self.prio.size > 0 and self.prio.min() != self.prio.max()
         self.cap_link = topo.link_bw.astype(float) * graph.link_efficiency   # payload bytes/s
         # successors (CSR) and in-degrees
-        order = np.argsort(g.pred, kind="stable")
-        self.s_idx = np.ascontiguousarray(g.succ[order], dtype=np.int64)
-        self.s_ptr = np.zeros(N + 1, dtype=np.int64)
-        np.cumsum(np.bincount(g.pred, minlength=N), out=self.s_ptr[1:])
-        self.indeg = np.bincount(g.succ, minlength=N).astype(np.int64)
+        self.s_ptr, self.s_idx, self.indeg = K_.successors(np.ascontiguousarray(g.pred, dtype=np.int64),
+                                                           np.ascontiguousarray(g.succ, dtype=np.int64), N)
         # the paths' links (CSR), latencies and rate caps
         P = self.P = len(g.path_latency)
         self.p_len = np.fromiter((a.size for a in g.path_links), dtype=np.int64, count=P)

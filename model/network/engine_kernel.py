@@ -308,3 +308,23 @@ def advance_until_solve(ist, fst, kind, dur, path, nbytes, group, s_ptr, s_idx, 
     ist[I_DIRTY], ist[I_EVENTS] = dirty, events
     fst[0] = t
     return status
+
+
+@njit(cache=True, nogil=True)
+def successors(pred, succ, n):
+    """Successor lists in CSR form (``s_idx[s_ptr[i]:s_ptr[i + 1]]``: the successors of task i,
+    in the order the edges were added) and in-degrees, by counting (no sort)."""
+    s_ptr = np.zeros(n + 1, dtype=np.int64)
+    indeg = np.zeros(n, dtype=np.int64)
+    for e in range(pred.size):
+        s_ptr[pred[e] + 1] += 1
+        indeg[succ[e]] += 1
+    for i in range(n):
+        s_ptr[i + 1] += s_ptr[i]
+    fill = s_ptr[:-1].copy()
+    s_idx = np.empty(pred.size, dtype=np.int64)
+    for e in range(pred.size):
+        p = pred[e]
+        s_idx[fill[p]] = succ[e]
+        fill[p] += 1
+    return s_ptr, s_idx, indeg
