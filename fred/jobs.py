@@ -39,7 +39,14 @@ _SOURCE_SUFFIXES = (".py", ".json", ".yml", ".yaml", ".csv")
 CONNECT_TIMEOUT_S = 20
 #: Dask settings for our runs (Dask's defaults are 30 s to connect and 30 s without a reply on a
 #: link; on a machine shared with other jobs a busy worker can miss that)
-DASK_CONFIG = {"distributed.comm.timeouts.connect": "60s", "distributed.comm.timeouts.tcp": "300s"}
+DASK_CONFIG = {"distributed.comm.timeouts.connect": "60s", "distributed.comm.timeouts.tcp": "300s",
+               # a job is seconds of CPU-bound work: no statistical profiler sampling every worker
+               # thread each 10 ms, and the housekeeping ticks (memory, system monitor, event-loop
+               # check) at 1-2 s instead of every 20-500 ms -- their cost is CPU the jobs do not get
+               "distributed.worker.profile.enabled": False,
+               "distributed.worker.memory.monitor-interval": "1s",
+               "distributed.admin.system-monitor.interval": "2s",
+               "distributed.admin.tick.interval": "1s"}
 
 
 def _package_dirs():

@@ -203,7 +203,16 @@ class Topology:
             if k not in _NOT_FINGERPRINTED:
                 h.update(k.encode())
                 h.update(_frozen_repr(getattr(self, k)).encode())
-        return h.hexdigest()
+        fp = h.hexdigest()
+        # equal topologies share one route cache (routes depend on nothing else): a topology built
+        # again for the next estimate finds the routes the last one computed
+        shared = _SHARED_ROUTES.setdefault(fp, self._route_cache)
+        if shared is not self._route_cache:
+            shared.update(self._route_cache)
+            self._route_cache = shared
+        if len(_SHARED_ROUTES) > _SHARED_ROUTES_MAX:
+            _SHARED_ROUTES.pop(next(iter(_SHARED_ROUTES)))
+        return fp
 
     def path_nodes(self, src: int, dst: int, order=None) -> list[int]:
         """Node sequence from src to dst (inclusive)."""
@@ -246,6 +255,9 @@ class Topology:
 
 #: Topology attributes derived from the others (caches), left out of its fingerprint
 _NOT_FINGERPRINTED = ("_route_cache", "_arrays", "_link_of", "_adj")
+#: route caches by topology fingerprint (:meth:`Topology.fingerprint`), the oldest dropped first
+_SHARED_ROUTES: dict = {}
+_SHARED_ROUTES_MAX = 64
 
 
 def _frozen_repr(v) -> str:

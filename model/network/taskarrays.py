@@ -16,7 +16,7 @@ class Grow:
 
     __slots__ = ("a", "n")
 
-    def __init__(self, dtype, cap=1024):
+    def __init__(self, dtype, cap=1 << 16):        # np.empty: pages cost only once written
         self.a = np.empty(cap, dtype=dtype)
         self.n = 0
 
