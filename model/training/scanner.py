@@ -10,7 +10,7 @@ configuration fit in HBM, :mod:`fred.model.workload.memory`) is chosen per point
 chooses it; activation offload runs through the I/O controllers and does not scale with k.
 
 For each workload x fabric x k x samples per DP replica, :func:`scan` runs one
-:func:`fred.model.training.estimate.estimate` (the mesh always included as the reference) and reports
+:func:`fred.model.training.estimator.estimate` (the mesh always included as the reference) and reports
 iteration time, compute and exposed communication by kind and the speedup over the mesh. Then:
 
 * **paper cells** -- for each of the paper's eight headline cells (:data:`PAPER_SPEEDUPS`,
@@ -40,7 +40,7 @@ from fred import FredError
 from fred.contract.checks import check_int, check_number
 
 from fred.model.workload import compute as C
-from .estimate import FABRIC_ORDER, PAPER_SPEEDUPS, estimate, resolve_fabrics, resolve_workloads
+from .estimator import FABRIC_ORDER, PAPER_SPEEDUPS, estimate, resolve_fabrics, resolve_workloads
 from fred.model.system import default_params
 
 #: default scan range of k (multiples of the default NPU) and number of log-spaced points: from a
