@@ -85,6 +85,10 @@ def write_block(block: str, rows: list[str]) -> None:
 
 def _run(names, block):
     rows, out = [], {}
+    # a small estimate first, not counted: it loads the compiled engine (or compiles it, the first
+    # time after an install or a change of its source), so the rows measure the commands alone
+    m = measure(["estimate", "--workload", "resnet-152", "--fabric", "mesh"])
+    print(f"bench_training: warm-up (fred estimate -w resnet-152 -f mesh): {m['cpu_s']:.1f} s CPU", flush=True)
     for name in names:
         m = measure(COMMANDS[name])
         what, target = TARGETS[name]

@@ -89,8 +89,13 @@ class _Static:
         span = (int(self.prio.max()) - pmin + 1) if self.prio.size else 1
         isf = self.kind == FLOW
         rkey = self.path * span + (self.prio.astype(np.int64) - pmin)
-        ukeys, inv = np.unique(rkey[isf], return_inverse=True)
-        inv = inv.ravel()
+        # the keys present, ascending, by marking (keys are < paths x classes): no sort
+        rk = rkey[isf]
+        present = np.zeros(max(P, 1) * span, dtype=bool)
+        present[rk] = True
+        rank = np.cumsum(present) - 1
+        ukeys = np.flatnonzero(present)
+        inv = rank[rk]
         self.group = np.zeros(N, dtype=np.int64)        # delays: group 0, never read
         self.group[isf] = inv
         self.K = ukeys.size

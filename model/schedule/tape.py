@@ -29,9 +29,9 @@ from fred.model.network import run as run_graph
 __all__ = ["Tape", "simulate", "GRAPH_CACHE_TASKS"]
 
 #: tasks (flows and delays) the per-process graph cache holds at most, over all its graphs
-#: (~170 bytes each with their dependencies, so ~0.7 GB; the largest single schedule graph of
-#: the bundled workloads has ~0.3 M tasks); the least recently used graph goes first
-GRAPH_CACHE_TASKS = 4_000_000
+#: (~170 bytes each with their dependencies, plus the engine's set-up: a few hundred MB); a scan
+#: job re-times the few graphs of one workload x fabric, the least recently used graph goes first
+GRAPH_CACHE_TASKS = 2_000_000
 
 
 class Tape:
