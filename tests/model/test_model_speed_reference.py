@@ -111,6 +111,23 @@ def test_scan_as_reference():
     assert json.loads(json.dumps(js)) == ref["scan_json"]
 
 
+def test_a_workload_file_is_parsed_again_when_it_changes(tmp_path):
+    """The parse cache (path, modification time, size) gives a copy, and a changed file anew."""
+    from fred.model.workload import load_workload
+    from fred.model.workload.loader import DATA_DIR
+
+    f = tmp_path / "w.yml"
+    text = (DATA_DIR / "transformer-17b.yml").read_text()
+    assert "\nlayers: 78\n" in text
+    f.write_text(text)
+    a = load_workload(str(f))
+    a.shape["touched"] = True
+    assert "touched" not in load_workload(str(f)).shape          # a copy, not the cached object
+    f.write_text(text.replace("\nlayers: 78\n", "\nlayers: 7\n"))
+    b = load_workload(str(f))
+    assert b.shape["layers"] == 7 and len(b.layers) < len(a.layers)
+
+
 if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
         sys.exit("usage: test_model_speed_reference.py --write   (rewrites the stored reference)")
