@@ -38,6 +38,7 @@ COMMANDS = {
     "estimate": "fred.commands.estimate",
     "sweep": "fred.commands.sweep",
     "scan": "fred.commands.scan",
+    "infer": "fred.commands.infer",
     "compare": "fred.commands.compare",
 }
 

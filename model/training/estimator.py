@@ -172,8 +172,10 @@ def multi_wafer(wafers=1, off_wafer=None, params=None):
 
 
 def resolve_workloads(names=None) -> list[str]:
+    """The workloads named (bundled names or files), default the training table's: the paper's
+    four (other bundled files, such as llama2-70b for ``fred infer``, run when named)."""
     if not names:
-        return list_workloads()
+        return [n for n in list_workloads() if n in PAPER_SPEEDUPS]
     out = []
     for n in names:
         for part in str(n).split(","):

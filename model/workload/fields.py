@@ -25,6 +25,7 @@ LIMITS = {
     "microbatches": (int, 1, 1024), "samples_per_replica": (float, 1, 1e6),
     "input_bytes_per_sample": (float, 0, 2**50), "published_params": (float, 0, 1e18),
     "classes": (int, 1, 2**24), "expansion": (int, 1, 64),
+    "kv_heads": (int, 1, 2**16),  # grouped-query attention: key/value heads (default: heads)
 }
 #: ResNet shape fields: image sides and channels, stem and stage figures
 _SHAPE_MAX = 2**16

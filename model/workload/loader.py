@@ -125,7 +125,7 @@ def _check_mode(mode, where):
 # ---- derivations -------------------------------------------------------------------------------
 
 def transformer_layers(L: int, d: int, heads: int, s: int, V: int, ffn_mult: float = 4,
-                       dtype_bytes: int = 2) -> list[Layer]:
+                       dtype_bytes: int = 2, kv_heads: int | None = None) -> list[Layer]:
     """Megatron-LM layers of a decoder transformer (per sample = one sequence of ``s`` tokens).
 
     Activations saved for backward (Korthikanti et al., MLSys 2023, Sec. 4.1, there with 2-byte
@@ -133,16 +133,21 @@ def transformer_layers(L: int, d: int, heads: int, s: int, V: int, ffn_mult: flo
     24 s h + 5 a s^2 are split by tensor (MP) parallelism): attention block = layer-norm input,
     QKV input and output-dropout mask (replicated); Q, K, V, projection input, and the core's
     softmax output, its dropout mask and output (split); MLP block = layer-norm input, fc1
-    input, dropout mask (replicated); GeLU input and output (split)."""
+    input, dropout mask (replicated); GeLU input and output (split).
+
+    ``kv_heads`` (grouped-query attention, Ainslie et al. 2023; default ``heads``): K and V are
+    ``kv_heads x d/heads`` wide each, which shrinks the QKV weights and FLOPs; the activation
+    accounting keeps Korthikanti's multi-head figures."""
     b = dtype_bytes
     mk = MASK_BYTES
     f = ffn_mult * d
     out = [Layer("embedding", "embedding", fwd_flops=0.0, bwd_flops=0.0, params=V * d + s * d,
                  act_bytes=s * d * b, fwd_mem_bytes=2 * s * d * b, mp_ar_fwd=1, mp_ar_bwd=0,
                  saved_bytes=s * d * mk)]                         # embedding dropout mask
-    attn_params = 4 * d * d + 4 * d + 2 * d                     # QKV + proj (+bias) + layer norm
+    kv = d * (kv_heads or heads) / heads                        # K and V width (GQA: < d)
+    attn_params = 2 * d * d + 2 * d * kv + 2 * d + 2 * kv + 2 * d  # Q, K, V + proj (+bias) + layer norm
     mlp_params = 2 * d * f + f + d + 2 * d                       # fc1 + fc2 (+bias) + layer norm
-    attn_flops = 8 * s * d * d + 4 * s * s * d                  # QKV, proj; QK^T and attn x V
+    attn_flops = 4 * s * d * (d + kv) + 4 * s * s * d          # QKV, proj; QK^T and attn x V
     mlp_flops = 4 * s * d * f
     # forward activation traffic: block input + output (s d each), QKV/context (4 s d),
     # scores and probabilities (2 x heads x s^2, written and read), MLP hidden (f s, written+read)
@@ -345,10 +350,14 @@ def workload_from_dict(raw: dict, where: str = "<dict>") -> Workload:
         for k in ("layers", "hidden", "heads", "seq", "vocab"):
             shape[k] = get_field(raw, k, where)
         shape["ffn_mult"] = get_field(raw, "ffn_mult", where, default=4.0)
+        shape["kv_heads"] = get_field(raw, "kv_heads", where, default=shape["heads"])
         if shape["hidden"] % shape["heads"]:
             raise FredError(f"workload {where}: hidden {shape['hidden']} is not a multiple of heads {shape['heads']}")
+        if shape["heads"] % shape["kv_heads"]:
+            raise FredError(f"workload {where}: heads {shape['heads']} is not a multiple of kv_heads "
+                            f"{shape['kv_heads']}")
         layers = transformer_layers(shape["layers"], shape["hidden"], shape["heads"], shape["seq"], shape["vocab"],
-                                    shape["ffn_mult"], b)
+                                    shape["ffn_mult"], b, shape["kv_heads"])
     elif kind == "resnet":
         check_resnet_shape(raw, where)
         for k in ("image", "stem", "stages", "classes"):

@@ -15,7 +15,7 @@ from fred.model.workload.loader import Layer, list_workloads, load_workload, wor
 # ---- workloads --------------------------------------------------------------------------------
 
 def test_bundled_workloads():
-    assert list_workloads() == ["resnet-152", "transformer-17b", "gpt3-175b", "transformer-1t"]
+    assert list_workloads() == ["resnet-152", "transformer-17b", "gpt3-175b", "transformer-1t", "llama2-70b"]
     for n in list_workloads():
         w = load_workload(n)
         assert w.source and w.layers and w.mode in ("weight-stationary", "weight-streaming")
@@ -26,6 +26,7 @@ def test_bundled_workloads():
     ("transformer-17b", 17.2e9, 0.02),     # Turing-NLG: 17B
     ("gpt3-175b", 175e9, 0.01),            # Brown et al. Table 2.1
     ("transformer-1t", 1.008e12, 0.01),    # Narayanan et al. Table 1
+    ("llama2-70b", 70.0e9, 0.02),          # Touvron et al. 2023: 70B (no position table, untied head)
 ])
 def test_parameter_counts_match_published(name, published, tol):
     w = load_workload(name)
