@@ -13,9 +13,13 @@ DEFAULT_OUTPUT = 256
 
 
 def _workload(text):
-    from fred.model.workload import workload_ref
+    from fred.model.workload import load_workload, workload_ref
 
-    return workload_ref(text)
+    ref = workload_ref(text)
+    kind = load_workload(ref).kind
+    if kind != "transformer":
+        raise ValueError(f"--workload {text!r} is a {kind} model: fred infer serves decoder transformers")
+    return ref
 
 
 def _fabric(text):
@@ -33,7 +37,7 @@ def _npu(text):
 
 def add_arguments(p):
     from fred.model.compute import DEFAULT_NPU, NPU_PRESETS
-    from fred.model.inference.serve import MAX_BATCH, MAX_TOKENS
+    from fred.model.inference.costs import MAX_BATCH, MAX_TOKENS
 
     from .options import ListOption, choice, integer, name
 

@@ -6,10 +6,7 @@ mesh vs Fred-A..D.
 * :mod:`.serve` -- the steps as task graphs in the flow simulator, the figures (time to first
   token, time per output token, tokens per second, exposed communication per kind);
 * :mod:`.plot` -- the per-fabric breakdown plot.
+
+Nothing is imported here: ``fred infer``'s options read the limits of :mod:`.costs` without
+loading the simulator.
 """
-
-from .costs import Shape, check_memory, memory_per_npu, shape_of
-from .serve import COMM_KINDS, Inference, default_strategy, infer, infer_table
-
-__all__ = ["Shape", "check_memory", "memory_per_npu", "shape_of", "COMM_KINDS", "Inference", "default_strategy",
-           "infer", "infer_table"]

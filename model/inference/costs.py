@@ -36,6 +36,10 @@ from ..compute import NpuParams
 
 __all__ = ["Shape", "Block", "shape_of", "stage_layers", "memory_per_npu", "check_memory"]
 
+#: most sequences per replica, prompt and output tokens (a step costs the same to simulate at
+#: any size; beyond these the cache of one NPU exceeds every HBM preset many times over)
+MAX_BATCH = 65_536
+MAX_TOKENS = 2**20
 #: bytes of a token id handed from the last pipeline stage back to the first (int32)
 TOKEN_BYTES = 4
 #: bytes each MP member contributes to the sampling reduce over a vocabulary-parallel output

@@ -1,7 +1,7 @@
 """Serving a decoder transformer on the wafer: prefill and decode as task graphs in the flow
 simulator, mesh vs Fred-A..D.
 
->>> from fred.model.inference import infer
+>>> from fred.model.inference.serve import infer
 >>> r = infer("llama2-70b", "fred-d", batch=1)          # doctest: +SKIP
 >>> r.ttft, r.tpot, r.tokens_per_s, r.decode_exposed["mp"]  # doctest: +SKIP
 
@@ -54,7 +54,7 @@ from ..schedule_graph import ScheduleGraph
 from ..schedule_layout import mp_groups, pp_pairs
 from ..topology import build_fabric
 from ..workload import load_workload
-from .costs import (TOKEN_BYTES, check_memory, decode_blocks, head_block, memory_per_npu, prefill_blocks, shape_of,
+from .costs import (MAX_BATCH, MAX_TOKENS, TOKEN_BYTES, check_memory, decode_blocks, head_block, memory_per_npu, prefill_blocks, shape_of,
                     stage_layers)
 
 __all__ = ["Inference", "infer", "infer_table", "plan", "default_strategy", "COMM_KINDS", "DEFAULT_STRATEGIES"]
@@ -64,10 +64,6 @@ COMM_KINDS = ("mp", "pp")
 #: ours: the default splits, tried in order: an MP group per L1 switch (4 NPUs, one row of the
 #: mesh), five replicas; when the weights and cache do not fit, one replica over five stages
 DEFAULT_STRATEGIES = ((4, 5, 1), (4, 1, 5))
-#: most sequences per replica, prompt and output tokens (a step costs the same to simulate at
-#: any size; beyond these the cache of one NPU exceeds any HBM preset a millionfold)
-MAX_BATCH = 65_536
-MAX_TOKENS = 2**20
 
 
 @dataclass
@@ -169,8 +165,8 @@ def plan(workload, strategy, batch, prompt_tokens, output_tokens, params, npu):
     w = load_workload(workload)
     sh = shape_of(w)
     if prompt_tokens + output_tokens > sh.context:
-        raise FredError(f"{w.name}: {prompt_tokens} prompt + {output_tokens} output tokens exceed its "
-                        f"{sh.context}-token context window")
+        raise FredError(f"{w.name}: prompt tokens {prompt_tokens} + output tokens {output_tokens} exceed its "
+                        f"context window of {sh.context} tokens")
     if strategy is None:
         abc = default_strategy(sh, batch, prompt_tokens, output_tokens, npu, params.npus)
     else:

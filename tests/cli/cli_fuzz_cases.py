@@ -47,6 +47,7 @@ BASES = {
                     ["estimate", "--trace", "{d}/mlp.txt", "-f", "mesh"]],
     ("sweep",): [["sweep", "-w", "resnet-152", "--workers", "0"]],
     ("scan",): [["scan", "--workers", "0"]],
+    ("infer",): [["infer", "-f", "mesh", "--prompt-tokens", "64", "--output-tokens", "8"]],
     ("compare",): [["compare"], ["compare", "--no-sim"]],
 }
 

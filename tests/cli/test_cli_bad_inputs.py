@@ -223,6 +223,7 @@ INT_OPTIONS = [
     ("scan", "--points", 1, 100), ("scan", "--samples", 1, 1_000_000), ("scan", "--microbatches", 1, 1024),
     ("scan", "--granularity", 1, 256), ("sweep", "--workers", 0, 64), ("scan", "--workers", 0, 64),
     ("estimate", "--wafers", 1, 256), ("sweep", "--wafers", 1, 256), ("scan", "--wafers", 1, 256),
+    ("infer", "--batch", 1, 65_536), ("infer", "--prompt-tokens", 1, 2**20), ("infer", "--output-tokens", 2, 2**20),
 ]
 
 #: (command line before the option, option, least, most, least excluded) of every real-number option
@@ -281,13 +282,14 @@ def _name_cases():
             ("collective", "--timing"), ("timing", "--timing"), ("estimate", "--strategy"), ("estimate", "--timing"),
             ("sweep", "--timing"), ("sweep", "--workload"), ("estimate", "--npu"), ("estimate", "--memory"),
             ("estimate", "--trace"), ("estimate", "--trace-header"), ("sweep", "--scheduler"), ("scan", "--npu"),
-            ("estimate --wafers 2", "--off-wafer")]
+            ("estimate --wafers 2", "--off-wafer"),
+            ("infer", "--strategy"), ("infer", "--timing"), ("infer", "--npu")]
     out = [(f"{cmd} {opt} ''", f"{opt} '' must not be empty") for cmd, opt in opts]
     out += [(f"{cmd} {opt} '  '", f"{opt} '  ' must not be empty") for cmd, opt in opts[:4]]
     lists = [("collective", "--fabric"), ("estimate", "--fabric"), ("estimate", "--workload"),
              ("sweep", "--fabric"), ("characterize", "--chiplets"), ("compare", "--ports"),
              ("timing", "--dtypes"), ("scan", "--workload"), ("scan", "--fabric"), ("scan", "--samples"),
-             ("sim faults", "--faults"), ("sim faults", "--phases")]
+             ("sim faults", "--faults"), ("sim faults", "--phases"), ("infer", "--workload"), ("infer", "--fabric")]
     out += [(f"{cmd} {opt} ''", f"{opt} '' names nothing") for cmd, opt in lists]
     out += [(f"{cmd} {opt} ,", f"{opt} ',' names nothing") for cmd, opt in lists]
     return out
@@ -578,6 +580,24 @@ CASES = [
     ("estimate -s MP(2)-DP(5)-PP(2)-PP(1)", "PP given twice"),
     ("estimate -w resnet-152 -s MP(2)-DP(5)-PP(3)", "uses 30 NPUs, not 20"),
     ("estimate -w gpt3-175b -f mesh --mode weight-stationary", "does not fit in HBM"),
+    # infer
+    ("infer -w resnet-152", "--workload 'resnet-152' is a resnet model: fred infer serves decoder transformers"),
+    ("infer -w nope", "--workload: unknown workload 'nope'"),
+    ("infer -w llama2-70b,llama2-70b", "--workload names 'llama2-70b' twice"),
+    ("infer -w {d}/w_heads.yml", "hidden 10 is not a multiple of heads 3"),
+    ("infer -f nope", "--fabric: unknown fabric 'nope'"),
+    ("infer -s MP(3)", "--strategy: strategy MP(3)-DP(1)-PP(1) uses 3 NPUs, not 20"),
+    ("infer -s nope", "--strategy: bad strategy 'nope'"),
+    ("infer --npu a100", "--npu 'a100' is unknown; known: h100, b200"),
+    ("infer --prompt-tokens 4000", "prompt tokens 4000 + output tokens 256 exceed its context window of 4096"),
+    ("infer -w gpt3-175b --output-tokens 2000", "output tokens 2000 exceed its context window of 2048"),
+    ("infer --batch 4096", "MP(4)-DP(1)-PP(5), batch 4096 x 1280 tokens does not fit in HBM: weights 7.0 GB + KV cache"),
+    ("infer -s MP(1)-DP(20)-PP(1)", "weights 137.5 GB + KV cache"),
+    ("infer -w gpt3-175b -s MP(4)-DP(5)-PP(1)", "does not fit in HBM"),
+    ("infer -w llama2-70b --batch 2 --batch 3", "--batch given twice"),
+    ("infer --plot {d}/x.txt", "--plot '{d}/x.txt': file type '.txt'"),
+    ("infer --plot {d}", "--plot '{d}': is a folder"),
+    ("infer --timing {d}/t_lat_huge.json", "field summary.switch_latency_cycles = 1e+300 is too large"),
     ("sweep -w nope", "--workload: unknown workload 'nope'"),
     ("estimate --npu a100", "--npu 'a100' is unknown; known: h100, b200"),
     ("estimate --memory swap", "--memory 'swap' is unknown"),

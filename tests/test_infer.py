@@ -1,0 +1,130 @@
+"""fred infer (fred.model.inference): the switch's measured figures on the decode path, the memory
+refusal, the roofline regimes, and the JSON document. Small runs: a step costs the same to
+simulate at any prompt length, so the tests use short prompts."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from fred import FredError
+from fred.cli import main
+from fred.contract.timing import load_timing, write_timing
+from fred.model import compute as C
+from fred.model.inference.costs import memory_per_npu, shape_of
+from fred.model.inference.serve import infer
+from fred.model.params import default_params
+from fred.model.timing import switch_timing
+from fred.model.workload import load_workload, workload_from_dict
+
+SMALL = dict(batch=1, prompt_tokens=64, output_tokens=8)
+
+
+def _timing_file(tmp_path, latency):
+    """The embedded default with the switch traversal latency set to ``latency`` cycles (the
+    chiplet fabric's part kept, the switch overhead taking the rest)."""
+    doc = copy.deepcopy(load_timing().data)
+    s = doc["summary"]
+    s["switch_overhead_cycles"] = latency - s["fabric_latency_cycles"]
+    s["switch_latency_cycles"] = latency
+    path = tmp_path / f"t{latency}.json"
+    write_timing(doc, path)
+    return str(path)
+
+
+def test_decode_latency_rises_with_the_switch_latency_on_fred_d_only(tmp_path):
+    """Per-token decode latency on Fred-D strictly increases with the switch latency of the timing
+    file; the mesh's (no switches) does not change."""
+    base = load_timing().summary["fabric_latency_cycles"]
+    tpot = {"fred-d": [], "mesh": []}
+    for lat in (base, base + 30, base + 300, base + 3000):
+        params = default_params().replace(switch=switch_timing(load_timing(_timing_file(tmp_path, lat))))
+        for f in tpot:
+            tpot[f].append(infer("llama2-70b", f, params=params, **SMALL).tpot)
+    d = tpot["fred-d"]
+    assert all(a < b for a, b in zip(d, d[1:])), d
+    assert len(set(tpot["mesh"])) == 1, tpot["mesh"]
+    # 161 All-Reduces per step (2 per layer + the sampling reduce), each crossing one L1 switch:
+    # 3,000 cycles more per traversal at 1 GHz add 161 x 3 us to the step
+    assert d[3] - d[0] == pytest.approx(161 * 3000e-9, rel=0.01)
+
+
+def test_fred_d_in_switch_all_reduce_beats_the_mesh_ring_in_decode():
+    """A decode All-Reduce is latency-bound: one in-switch flow (Fred-D) against the mesh's ring
+    of 2 (a - 1) steps; the exposed MP time per token is smaller on Fred-D."""
+    mesh = infer("llama2-70b", "mesh", **SMALL)
+    fd = infer("llama2-70b", "fred-d", **SMALL)
+    assert 0 < fd.decode_exposed["mp"] < mesh.decode_exposed["mp"]
+    assert fd.decode_exposed["pp"] == mesh.decode_exposed["pp"] == 0     # PP(1)
+    assert fd.decode_compute == pytest.approx(mesh.decode_compute)      # the same NPUs
+
+
+def test_decode_is_memory_bound_and_prefill_compute_bound():
+    """Batch-1 decode takes the NPU's weight (and cache) bytes at its HBM bandwidth; a long
+    prefill the FLOPs at the sustained FLOP/s."""
+    npu = C.default_npu()
+    w = load_workload("llama2-70b")
+    r = infer(w, "fred-d", batch=1, prompt_tokens=1024, output_tokens=8)
+    weights = memory_per_npu(shape_of(w), (4, 5, 1), 1, 1024, 8)["weights"]
+    assert r.decode_compute == pytest.approx(weights / npu.hbm_bw, rel=0.02)
+    assert r.prefill_compute == pytest.approx(2 * w.params * 1024 / 4 / npu.flops, rel=0.05)
+
+
+def test_pipeline_split_pays_pp_sends_and_replicas_multiply_tokens():
+    pp = infer("llama2-70b", "mesh", "MP(4)-DP(1)-PP(5)", **SMALL)
+    dp = infer("llama2-70b", "mesh", "MP(4)-DP(5)-PP(1)", **SMALL)
+    assert pp.decode_exposed["pp"] > 0 and pp.prefill_exposed["pp"] > 0
+    assert dp.tokens_per_s > 4 * pp.tokens_per_s       # five replicas against one
+
+
+def test_kv_cache_refusal_names_the_figures(capsys):
+    assert main(["infer", "-f", "mesh", "--batch", "4096", "--prompt-tokens", "1024"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("fred: error: ")
+    assert "KV cache" in err and "batch 4096" in err and "> 80 GB" in err
+    with pytest.raises(FredError, match="does not fit in HBM"):
+        infer("gpt3-175b", "mesh", "MP(4)-DP(5)-PP(1)", **SMALL)   # weights alone: 87 GB per NPU
+
+
+def test_context_window_and_kind_refusals():
+    with pytest.raises(FredError, match="context window of 4096"):
+        infer("llama2-70b", "mesh", batch=1, prompt_tokens=4000, output_tokens=100)
+    with pytest.raises(FredError, match="serves decoder transformers"):
+        infer("resnet-152", "mesh", **SMALL)
+
+
+def test_kv_heads_field():
+    raw = dict(name="t", kind="transformer", layers=2, hidden=64, heads=8, seq=32, vocab=100)
+    mha = workload_from_dict(raw)
+    gqa = workload_from_dict({**raw, "kv_heads": 2})
+    assert gqa.shape["kv_heads"] == 2 and mha.shape["kv_heads"] == 8
+    assert gqa.params < mha.params                  # K and V are a quarter as wide
+    assert shape_of(gqa).kv_bytes(1) * 4 == shape_of(mha).kv_bytes(1)
+    with pytest.raises(FredError, match="heads 8 is not a multiple of kv_heads 3"):
+        workload_from_dict({**raw, "kv_heads": 3})
+    with pytest.raises(FredError, match="field 'kv_heads' = 0 is too small"):
+        workload_from_dict({**raw, "kv_heads": 0})
+
+
+def test_json_document(capsys):
+    assert main(["infer", "-f", "fred-d", "--prompt-tokens", "64", "--output-tokens", "8", "--batch", "2",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kind"] == "fred-infer" and doc["fabrics"] == ["fred-d"]
+    (r,) = doc["results"]
+    for key in ("time_to_first_token_s", "time_per_output_token_s", "tokens_per_s"):
+        assert r[key] > 0
+    assert r["workload"] == "llama2-70b" and r["strategy"] == "MP(4)-DP(5)-PP(1)" and r["batch"] == 2
+    assert set(r["decode"]["exposed_s"]) == set(r["prefill"]["exposed_s"]) == {"mp", "pp"}
+    total = r["time_to_first_token_s"] + 7 * r["time_per_output_token_s"]
+    assert r["tokens_per_s"] == pytest.approx(5 * 2 * 8 / total, rel=1e-4)
+    assert r["memory_per_npu_bytes"]["total"] < 80e9
+
+
+def test_plot(tmp_path, capsys):
+    out = tmp_path / "infer.png"
+    assert main(["infer", "-f", "mesh,fred-d", "--prompt-tokens", "64", "--output-tokens", "8", "-q",
+                 "--plot", str(out)]) == 0
+    assert out.stat().st_size > 10_000 and f"plot: {out}" in capsys.readouterr().out
