@@ -31,6 +31,7 @@ BENCHMARKS = {
     "scale-out": "fred.benchmarks.training:scale_out",
     "wafers": "fred.benchmarks.wafers:main",
     "testtime": "fred.benchmarks.testtime:main",
+    "sensitivity": "fred.benchmarks.sensitivity:main",
 }
 
 USAGE = f"""usage: python -m fred.bench [NAME ...]

@@ -1,0 +1,160 @@
+"""``python -m fred.bench sensitivity``: how much the answers move when each measured switch figure
+of the timing file is scaled -- does the verified switch decide anything?
+
+Figures (the timing file's ``summary``, as the model reads them, :mod:`fred.model.timing`):
+the switch traversal latency (``switch_latency_cycles``, the chiplet fabric's latency plus the
+switch overhead), the chiplet fabric's latency alone (``fabric_latency_cycles``; the overhead
+kept), ``activation_cycles``, ``phase_switch_cycles``, ``preemption_cycles_max``, and all of
+them together; each scaled by 0.5, 2 and 10 (the model's :class:`~fred.model.timing.SwitchTiming`
+built as :func:`~fred.model.timing.switch_timing` builds it from a file with those figures; an
+activation scaled above the preemption figure makes preemption free, which a timing file could
+not say). Answers, each against the unscaled run, the largest move in percent (signed) over the
+FRED fabrics (the mesh has no switches: it never moves):
+
+* dense training: the iteration time of every workload of the ``fred estimate`` table;
+* decode at batch 1: the time per output token of every bundled decoder model ``fred infer``
+  serves at its default split (``DECODE``), prompt 1024, 256 output tokens;
+* prefill: the time to first token of the same runs.
+
+The timing file's all-to-all throughput (online vs precompiled) is reported when the file has an
+``all_to_all`` section. The table is rewritten between the markers of docs/sensitivity.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+
+from fred.contract.outputs import write_atomic
+from fred.contract.timing import load_timing
+from fred.model.estimate import FABRIC_ORDER, estimate, resolve_workloads
+from fred.model.inference.serve import infer, infer_table
+from fred.model.params import default_params, variant
+from fred.model.timing import switch_timing
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DOC = os.path.join(ROOT, "docs", "sensitivity.md")
+BEGIN, END = "<!-- sensitivity:begin -->", "<!-- sensitivity:end -->"
+
+FIGURES = ("switch latency", "fabric latency", "activation", "phase switch", "preemption", "all together")
+FACTORS = (0.5, 2, 10)
+FRED = ("fred-a", "fred-b", "fred-c", "fred-d")
+#: the decoder models served (batch 1, their default split)
+DECODE = ("llama2-70b", "gpt3-175b")
+INFER = dict(batch=1, prompt_tokens=1024, output_tokens=256)
+#: the serving table: this model at these batches per replica, every fabric, measured timing
+SERVE_MODEL, SERVE_BATCHES = "llama2-70b", (1, 32)
+
+
+def scaled(tf, figure: str, k: float):
+    """The model's switch timing from timing file ``tf`` with ``figure`` scaled by ``k``."""
+    s = tf.summary
+    t = switch_timing(tf)
+    lat, fab = float(s["switch_latency_cycles"]), float(s.get("fabric_latency_cycles") or 0)
+    every = figure == "all together"
+    ch = {}
+    if figure == "switch latency" or every:
+        ch["latency_cycles"] = lat * k
+    elif figure == "fabric latency":
+        ch["latency_cycles"] = fab * k + (lat - fab)
+    if figure == "activation" or every:
+        ch["activation_cycles"] = t.activation_cycles * k
+    if figure == "phase switch" or every:
+        ch["phase_switch_cycles"] = t.phase_switch_cycles * k
+    if figure == "preemption" or every:
+        ch["preemption_cycles"] = t.preemption_cycles * k
+    return dataclasses.replace(t, source=f"{t.source}, {figure} x {k:g}", **ch)
+
+
+def answers(timing) -> dict:
+    """family -> {(workload, fabric): answer seconds} on the FRED fabrics with ``timing``."""
+    p = default_params().replace(switch=timing)
+    out = {"training": {}, "decode": {}, "prefill": {}}
+    for w in resolve_workloads():
+        for f in FRED:
+            out["training"][(w, f)] = estimate(w, f, params=p).iteration_time
+    for w in DECODE:
+        for f in FRED:
+            r = infer(w, f, params=p, **INFER)
+            out["decode"][(w, f)] = r.tpot
+            out["prefill"][(w, f)] = r.ttft
+    return out
+
+
+def largest_move(base: dict, got: dict, only=None) -> tuple[float, tuple]:
+    """(signed percent, cell) of the largest relative change of ``got`` against ``base``."""
+    cells = [c for c in base if only is None or c[1] == only]
+    moves = [(100.0 * (got[c] / base[c] - 1.0), c) for c in cells if base[c] > 0]
+    return max(moves, key=lambda m: (abs(m[0]), m[1]))
+
+
+def _cell(move) -> str:
+    pct, (w, f) = move
+    return f"{pct:+.3f}% ({w}, {variant(f).display})"
+
+
+def _all_to_all_line(tf) -> str:
+    sec = tf.data.get("all_to_all")
+    if not sec:
+        return ("All-to-all online vs precompiled: this timing file has no `all_to_all` section (the model "
+                "moves all-to-all bytes at line rate on FRED), so there is nothing to scale.")
+    return f"All-to-all section of the timing file: `{sec}` (not yet read by the model)."
+
+
+def table(tf, base, runs) -> str:
+    s = tf.summary
+    head = (f"Measured figures scaled (timing file {tf.describe()}): switch latency "
+            f"{s['switch_latency_cycles']} cycles (chiplet fabric {s.get('fabric_latency_cycles')} + overhead "
+            f"{s.get('switch_overhead_cycles')}), activation {s.get('activation_cycles')}, phase switch "
+            f"{s.get('phase_switch_cycles')}, preemption {s.get('preemption_cycles_max')}; switch clock 1 GHz. "
+            f"Largest move of the answer over Fred-A..D, in percent (the mesh has no switches and does not "
+            f"move). Training: iteration time of {', '.join(resolve_workloads())}. Decode: time per output "
+            f"token of {', '.join(DECODE)} at batch {INFER['batch']}, prompt {INFER['prompt_tokens']}, "
+            f"{INFER['output_tokens']} output tokens; prefill: time to first token of the same runs.")
+    rows = ["| figure | x | training iteration | decode TPOT, Fred-D | decode TPOT, Fred-A..D | prefill TTFT |",
+            "|---|---|---|---|---|---|"]
+    for (fig, k), got in runs:
+        rows.append(f"| {fig} | {k:g} | {_cell(largest_move(base['training'], got['training']))} | "
+                    f"{_cell(largest_move(base['decode'], got['decode'], 'fred-d'))} | "
+                    f"{_cell(largest_move(base['decode'], got['decode']))} | "
+                    f"{_cell(largest_move(base['prefill'], got['prefill']))} |")
+    base_line = ("Unscaled answers on Fred-D: " + "; ".join(
+        f"{w} TPOT {base['decode'][(w, 'fred-d')] * 1e3:.4f} ms, TTFT {base['prefill'][(w, 'fred-d')] * 1e3:.2f} ms"
+        for w in DECODE) + ".")
+    return "\n".join([head, "", *rows, "", base_line, "", _all_to_all_line(tf)])
+
+
+def serving_table() -> str:
+    """``fred infer`` of :data:`SERVE_MODEL` at each of :data:`SERVE_BATCHES` on every fabric."""
+    rows = ["| batch | fabric | strategy | TTFT ms | TPOT ms | tokens/s | exposed MP per token, us | "
+            "TTFT speedup | TPOT speedup |", "|---|---|---|---|---|---|---|---|---|"]
+    for b in SERVE_BATCHES:
+        for r in infer_table([SERVE_MODEL], list(FABRIC_ORDER), batch=b,
+                             prompt_tokens=INFER["prompt_tokens"], output_tokens=INFER["output_tokens"]):
+            rows.append(f"| {b} | {variant(r.fabric).display} | {r.strategy} | {r.ttft * 1e3:.2f} | "
+                        f"{r.tpot * 1e3:.4f} | {r.tokens_per_s:.1f} | {r.decode_exposed['mp'] * 1e6:.2f} | "
+                        f"{r.speedup_ttft:.4f} | {r.speedup_tpot:.4f} |")
+    return (f"`fred infer -w {SERVE_MODEL} --batch B` (prompt {INFER['prompt_tokens']}, "
+            f"{INFER['output_tokens']} output tokens, the measured timing file, default NPU):\n\n" + "\n".join(rows))
+
+
+def main() -> None:
+    tf = load_timing()
+    t0 = time.process_time()
+    base = answers(switch_timing(tf))
+    runs = []
+    for fig in FIGURES:
+        for k in FACTORS:
+            runs.append(((fig, k), answers(scaled(tf, fig, k))))
+            print(f"  {fig} x {k:g}: {time.process_time() - t0:.0f} s CPU so far", flush=True)
+    text = serving_table() + "\n\n" + table(tf, base, runs)
+    print(text)
+    print(f"({len(runs) + 1} sets of runs, {time.process_time() - t0:.0f} s CPU)")
+    with open(DOC, encoding="utf-8") as fh:
+        doc = fh.read()
+    if BEGIN in doc and END in doc:
+        head, rest = doc.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        write_atomic(DOC, head + BEGIN + "\n" + text + "\n" + END + tail)
+        print(f"(rewrote the {BEGIN} block of {os.path.relpath(DOC, ROOT)})")
