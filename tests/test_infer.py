@@ -46,9 +46,9 @@ def test_decode_latency_rises_with_the_switch_latency_on_fred_d_only(tmp_path):
     d = tpot["fred-d"]
     assert all(a < b for a, b in zip(d, d[1:])), d
     assert len(set(tpot["mesh"])) == 1, tpot["mesh"]
-    # 161 All-Reduces per step (2 per layer + the sampling reduce), each crossing one L1 switch:
-    # 3,000 cycles more per traversal at 1 GHz add 161 x 3 us to the step
-    assert d[3] - d[0] == pytest.approx(161 * 3000e-9, rel=0.01)
+    # 162 All-Reduces per step (the embedding's, 2 per layer, the sampling reduce), each crossing
+    # one L1 switch: 3,000 cycles more per traversal at 1 GHz add 162 x 3 us to the step
+    assert d[3] - d[0] == pytest.approx(162 * 3000e-9, rel=1e-3)
 
 
 def test_fred_d_in_switch_all_reduce_beats_the_mesh_ring_in_decode():

@@ -1,29 +1,35 @@
 """What one NPU computes, reads and holds when a decoder transformer serves requests.
 
-Per transformer layer, a serving step runs the attention block and the MLP block, each ending
-with a Megatron tensor-parallel (MP) All-Reduce of its output activation (Shoeybi et al. 2019),
-as in training's forward pass. Per NPU of an MP(a) group, for ``tokens`` tokens of a replica:
+A serving step runs the workload's layers as training's forward pass derives them
+(:mod:`fred.model.workload`: the embedding, per transformer layer an attention and a feed-forward
+block, the output head), each followed by the Megatron tensor-parallel (MP) All-Reduces the
+layer's ``mp_ar_fwd`` says (the vocabulary-parallel embedding, the attention and the MLP block;
+Shoeybi et al. 2019). Per NPU of an MP(a) group, for ``T`` tokens of a replica (``batch`` in a
+decode step, ``batch x prompt`` in the prefill):
 
-* weights: the block's parameters of the training derivation (:func:`fred.model.workload.transformer_layers`,
-  grouped-query attention included), split over MP, read once per step;
+* weights: the layer's parameters split over MP, read once per step;
 * attention core: each token attends to its sequence's context: ``4 x context x d / a`` FLOPs
-  (scores and weighted sum over the heads of this NPU) and, in decode, the context's key/value
-  cache read from HBM: ``context x 2 x kv_heads x d_head x bytes`` per layer, with the key/value
-  heads split over MP (replicated when MP exceeds them, as Megatron does);
-* prefill writes the key/value cache of the prompt and computes the causal attention core
-  (``2 x prompt^2 x d / a`` FLOPs per sequence), without materialising the scores
+  (scores and weighted sum over this NPU's heads) and, in decode, the context's key/value cache
+  read from HBM: ``context x 2 x kv_heads x d_head x bytes`` per layer, the key/value heads split
+  over MP (replicated when MP exceeds them, as Megatron does);
+* the prefill writes the prompt's key/value cache and computes the causal attention core
+  (``prompt (prompt + 1) / 2`` query-key pairs per sequence) without materialising the scores
   (FlashAttention, Dao et al., NeurIPS 2022): its HBM traffic is the weights, the cache written
   and the activations that enter and leave each matrix product;
-* the output head (weights tied to the embedding) runs for the last position of each sequence
-  only: ``2 d V / a`` FLOPs per sequence and the ``V x d`` matrix read on the last stage.
+* other blocks: ``2 T x parameters / a`` FLOPs and the activation traffic training derives for
+  the block (per token, the MP-split part divided by MP);
+* the output head runs for the last position of each sequence only: ``2 d V / a`` FLOPs and the
+  ``V x d`` matrix read on the last stage (tied to the embedding or not), then the sampling
+  reduce over MP (each member's best logit and its token id).
 
-Time of a block: the NPU roofline of :mod:`fred.model.compute`:
-``max(FLOPs / (peak x utilisation), bytes / HBM bandwidth)``. Decode at small batches is
-memory-bound: its time is the bytes read at the NPU's HBM bandwidth.
+Time of a block: the NPU roofline of :mod:`fred.model.compute`,
+``max(FLOPs / (peak x utilisation), bytes / HBM bandwidth)``; decode at small batches is
+memory-bound, its time the bytes at the NPU's HBM bandwidth.
 
 Memory per NPU (checked against the NPU's HBM before anything is simulated): the stage's weight
-share, the key/value cache of ``batch x (prompt + output)`` tokens, and the prefill working set
-(one block's activations).
+share (the last stage also holds a copy of a tied head when the pipeline has several stages), the
+key/value cache of ``batch x (prompt + output)`` tokens, and the prefill working set (one block's
+activations).
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ from fred import FredError
 
 from ..compute import NpuParams
 
-__all__ = ["Shape", "Block", "shape_of", "stage_layers", "memory_per_npu", "check_memory"]
+__all__ = ["Shape", "Block", "shape_of", "block", "stage_layers", "memory_per_npu", "check_memory",
+           "MAX_BATCH", "MAX_TOKENS", "TOKEN_BYTES", "ARGMAX_BYTES"]
 
 #: most sequences per replica, prompt and output tokens (a step costs the same to simulate at
 #: any size; beyond these the cache of one NPU exceeds every HBM preset many times over)
@@ -45,6 +52,8 @@ TOKEN_BYTES = 4
 #: bytes each MP member contributes to the sampling reduce over a vocabulary-parallel output
 #: head: the best logit (fp32) and its token id (int32) per sequence (greedy sampling)
 ARGMAX_BYTES = 8
+#: the kinds of layer a serving step runs as blocks of a transformer layer
+BLOCK_KINDS = ("attention", "mlp")
 
 
 @dataclass(frozen=True)
@@ -52,17 +61,14 @@ class Shape:
     """A decoder transformer's serving shape (from a workload of kind ``transformer``)."""
 
     name: str
-    layers: int
+    layers: tuple           # the workload's layers (fred.model.workload.Layer)
+    units: tuple            # per transformer layer, its blocks (attention, feed-forward)
     d: int
     heads: int
     kv_heads: int
-    ffn: float              # two-matrix MLP width (ffn_mult x d)
     vocab: int
     context: int            # the model's context window (the workload's seq)
     b: int                  # bytes per value
-    attn_params: float      # per layer
-    mlp_params: float       # per layer
-    embed_params: float     # the embedding table (tied output head: V x d of it)
 
     @property
     def d_head(self) -> int:
@@ -76,31 +82,50 @@ class Shape:
         """Key/value cache bytes per token and layer on one NPU of MP(a)."""
         return 2 * self.kv_heads_per_npu(a) * self.d_head * self.b
 
+    @property
+    def embedding(self):
+        return next(l for l in self.layers if l.kind == "embedding")
+
+    @property
+    def head(self):
+        return next(l for l in self.layers if l.kind == "logits")
+
+    @property
+    def tied(self) -> bool:
+        """The output head shares the embedding's ``V x d`` matrix (its own parameters are less)."""
+        return self.head.params < self.vocab * self.d
+
 
 def shape_of(w) -> Shape:
     """The serving shape of workload ``w`` (a :class:`fred.model.workload.Workload`); a workload of
-    another kind is one FredError line naming it."""
+    another kind, or with layers a serving step does not model, is one FredError line naming it."""
     if w.kind != "transformer":
         raise FredError(f"workload {w.name} is a {w.kind} model: fred infer serves decoder transformers")
+    units, cur = [], None
+    for l in w.layers:
+        if l.kind == "attention":
+            cur = [l]
+            units.append(cur)
+        elif l.kind in BLOCK_KINDS and cur is not None:
+            cur.append(l)
+        elif l.kind not in ("embedding", "logits"):
+            raise FredError(f"workload {w.name}: layer {l.name} of kind {l.kind!r} is not modelled by fred infer "
+                            f"(it serves {', '.join(BLOCK_KINDS)} blocks)")
     sh = w.shape
-    attn = [l.params for l in w.layers if l.kind == "attention"]
-    mlp = [l.params for l in w.layers if l.kind == "mlp"]
-    emb = sum(l.params for l in w.layers if l.kind == "embedding")
-    d = int(sh["hidden"])
-    return Shape(name=w.name, layers=int(sh["layers"]), d=d, heads=int(sh["heads"]),
-                 kv_heads=int(sh.get("kv_heads") or sh["heads"]), ffn=float(sh["ffn_mult"]) * d,
-                 vocab=int(sh["vocab"]), context=int(sh["seq"]), b=int(w.dtype_bytes),
-                 attn_params=attn[0], mlp_params=mlp[0], embed_params=float(emb))
+    return Shape(name=w.name, layers=tuple(w.layers), units=tuple(tuple(u) for u in units), d=int(sh["hidden"]),
+                 heads=int(sh["heads"]), kv_heads=int(sh.get("kv_heads") or sh["heads"]), vocab=int(sh["vocab"]),
+                 context=int(sh["seq"]), b=int(w.dtype_bytes))
 
 
 @dataclass(frozen=True)
 class Block:
-    """One NPU's work on one block for one step: FLOPs, HBM bytes, and the MP All-Reduce bytes
-    that follow it (per NPU buffer)."""
+    """One NPU's work on one layer for one step: FLOPs, HBM bytes, and the ``count`` MP
+    All-Reduces of ``allreduce`` bytes (per NPU buffer) that follow it."""
 
     flops: float
     bytes: float
-    allreduce: float
+    allreduce: float = 0.0
+    count: int = 0
 
     def time(self, npu: NpuParams) -> float:
         return max(self.flops / npu.flops, self.bytes / npu.hbm_bw)
@@ -114,45 +139,38 @@ def _attn_act(sh: Shape, a: int) -> float:
     return sh.b * (2 * sh.d + 2 * (q + 2 * kv) + 2 * q)
 
 
-def decode_blocks(sh: Shape, a: int, batch: int, context: float) -> tuple[Block, Block]:
-    """(attention, MLP) of one decode step: ``batch`` new tokens, each attending ``context``
-    tokens of its sequence (the cache read, the new entry written)."""
-    b, d, B = sh.b, sh.d, batch
-    attn = Block(flops=B * (2 * sh.attn_params / a + 4 * context * d / a),
-                 bytes=sh.attn_params * b / a + B * (context + 1) * sh.kv_bytes(a) + B * _attn_act(sh, a),
-                 allreduce=B * d * b)
-    mlp = Block(flops=2 * B * sh.mlp_params / a,
-                bytes=sh.mlp_params * b / a + B * b * (2 * d + 2 * sh.ffn / a),
-                allreduce=B * d * b)
-    return attn, mlp
-
-
-def prefill_blocks(sh: Shape, a: int, batch: int, prompt: int) -> tuple[Block, Block]:
-    """(attention, MLP) of the prefill of ``batch`` prompts of ``prompt`` tokens."""
+def block(sh: Shape, layer, a: int, batch: int, tokens: int, context: float) -> Block:
+    """``layer`` on one NPU of MP(a) for ``batch`` sequences of ``tokens`` new tokens each:
+    ``tokens`` = 1 and ``context`` = the tokens attended in a decode step; ``tokens`` = the prompt
+    (``context`` unused) in the prefill."""
     b, d = sh.b, sh.d
-    T = batch * prompt
-    causal = prompt * (prompt + 1) / 2                      # (query, key) pairs per sequence
-    attn = Block(flops=2 * T * sh.attn_params / a + 4 * batch * causal * d / a,
-                 bytes=sh.attn_params * b / a + 2 * T * sh.kv_bytes(a) + T * _attn_act(sh, a),
-                 allreduce=T * d * b)
-    mlp = Block(flops=2 * T * sh.mlp_params / a,
-                bytes=sh.mlp_params * b / a + T * b * (2 * d + 2 * sh.ffn / a),
-                allreduce=T * d * b)
-    return attn, mlp
-
-
-def head_block(sh: Shape, a: int, batch: int) -> Block:
-    """The output head for the last position of ``batch`` sequences on the last stage (the tied
-    ``V x d`` matrix split over the vocabulary), then the sampling reduce over MP."""
-    return Block(flops=2 * batch * sh.d * sh.vocab / a,
-                 bytes=sh.vocab * sh.d * sh.b / a + batch * sh.vocab * 4 / a,   # fp32 logits written
-                 allreduce=batch * ARGMAX_BYTES)
+    T = batch * tokens
+    ar = T * d * b
+    n = int(layer.mp_ar_fwd) if a > 1 else 0
+    w = layer.params * b / a
+    if layer.kind == "attention":
+        if tokens == 1:                                  # decode: read the cache, write one entry
+            pairs, kv = batch * context, batch * (context + 1) * sh.kv_bytes(a)
+        else:                                            # prefill: causal, the cache written
+            pairs, kv = batch * tokens * (tokens + 1) / 2, 2 * T * sh.kv_bytes(a)
+        flops = 2 * T * layer.params / a + 4 * pairs * d / a
+        return Block(flops, w + kv + T * _attn_act(sh, a), ar, n)
+    if layer.kind == "embedding":                        # a row per token, read and written
+        return Block(0.0, 2 * T * d * b, ar, n)
+    if layer.kind == "logits":                           # the last position of each sequence
+        head = sh.vocab * d * b / a
+        return Block(2 * batch * d * sh.vocab / a, head + batch * sh.vocab * 4 / a, batch * ARGMAX_BYTES,
+                     1 if a > 1 else 0)
+    split = layer.mem_split if layer.mem_split is not None else 0.0
+    per_token = layer.fwd_mem_bytes / (layer.act_bytes / (d * b)) if layer.act_bytes else 0.0
+    act = T * per_token * ((1 - split) + split / a)
+    return Block(2 * T * layer.params / a, w + act, ar, n)
 
 
 def stage_layers(sh: Shape, c: int) -> list[int]:
     """Transformer layers per pipeline stage: ``layers / c``, the first stages one more when it
     does not divide."""
-    base, extra = divmod(sh.layers, c)
+    base, extra = divmod(len(sh.units), c)
     return [base + (1 if s < extra else 0) for s in range(c)]
 
 
@@ -160,18 +178,19 @@ def memory_per_npu(sh: Shape, abc, batch: int, prompt: int, output: int) -> dict
     """Bytes per NPU of the fullest pipeline stage: ``weights``, ``kv_cache`` (every sequence at
     its full length), ``working`` (the prefill's largest block activations), ``total``."""
     a, _, c = abc
-    per = stage_layers(sh, c)
     tokens = batch * (prompt + output)
-    head = sh.vocab * sh.d * sh.b / a
-    best = None
-    for s, n in enumerate(per):
-        weights = n * (sh.attn_params + sh.mlp_params) * sh.b / a
+    working = max(block(sh, l, a, batch, prompt, 0).bytes - l.params * sh.b / a
+                  for u in sh.units for l in u[1:]) if any(len(u) > 1 for u in sh.units) else 0.0
+    best, first = None, 0
+    for s, n in enumerate(stage_layers(sh, c)):
+        mine = sh.units[first:first + n]
+        first += n
+        weights = sum(l.params for u in mine for l in u) * sh.b / a
         if s == 0:
-            weights += sh.embed_params * sh.b / a        # the embedding (and, tied, the head if c == 1)
-        elif s == c - 1:
-            weights += head                               # the last stage's copy of the tied head
+            weights += sh.embedding.params * sh.b / a
+        if s == c - 1:
+            weights += (sh.head.params + (sh.vocab * sh.d if sh.tied and c > 1 else 0)) * sh.b / a
         kv = n * tokens * sh.kv_bytes(a)
-        working = batch * prompt * sh.b * (2 * sh.d + 2 * sh.ffn / a)
         m = {"weights": weights, "kv_cache": kv, "working": working, "total": weights + kv + working}
         if best is None or m["total"] > best["total"]:
             best = m

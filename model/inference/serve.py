@@ -54,8 +54,7 @@ from ..schedule_graph import ScheduleGraph
 from ..schedule_layout import mp_groups, pp_pairs
 from ..topology import build_fabric
 from ..workload import load_workload
-from .costs import (MAX_BATCH, MAX_TOKENS, TOKEN_BYTES, check_memory, decode_blocks, head_block, memory_per_npu, prefill_blocks, shape_of,
-                    stage_layers)
+from .costs import MAX_BATCH, MAX_TOKENS, TOKEN_BYTES, block, check_memory, memory_per_npu, shape_of, stage_layers
 
 __all__ = ["Inference", "infer", "infer_table", "plan", "default_strategy", "COMM_KINDS", "DEFAULT_STRATEGIES"]
 
@@ -105,33 +104,39 @@ def default_strategy(sh, batch, prompt, output, npu, npus):
     return cands[-1]
 
 
-def _chain(g, abc, npu, per_stage, blocks, head, act_bytes, back_bytes):
-    """One step: every stage's layers (blocks then MP All-Reduces), PP hand-overs, the head and
-    the sampling reduce, and (``back_bytes``) the token ids back to the first stage."""
+def _chain(g, sh, abc, npu, batch, tokens, context, back_bytes):
+    """One step: the embedding, every stage's layers (each block, then its MP All-Reduces), PP
+    hand-overs, the head and its sampling reduce, and (``back_bytes``) the token ids back to the
+    first stage."""
     a, _, c = abc
-    t = None
-    for s in range(c):
-        groups = mp_groups(abc, s)
-        for _ in range(per_stage[s]):
-            for blk in blocks:
-                t = g.compute(blk.time(npu), [t], stage=s)
-                if a > 1:
-                    t = g.coll("all-reduce", groups, blk.allreduce, [t], "mp")
+    t, first = None, 0
+
+    def run(layer, s, t):
+        blk = block(sh, layer, a, batch, tokens, context)
+        t = g.compute(blk.time(npu), [t], stage=s)
+        for _ in range(blk.count):
+            t = g.coll("all-reduce", mp_groups(abc, s), blk.allreduce, [t], "mp")
+        return t
+
+    t = run(sh.embedding, 0, t)
+    for s, n in enumerate(stage_layers(sh, c)):
+        for unit in sh.units[first:first + n]:
+            for layer in unit:
+                t = run(layer, s, t)
+        first += n
         if s < c - 1:
-            t = g.multicasts(pp_pairs(abc, s, s + 1), act_bytes, [t], "pp")
-    t = g.compute(head.time(npu), [t], stage=c - 1)
-    if a > 1:
-        t = g.coll("all-reduce", mp_groups(abc, c - 1), head.allreduce, [t], "mp")
+            t = g.multicasts(pp_pairs(abc, s, s + 1), batch * tokens * sh.d * sh.b, [t], "pp")
+    t = run(sh.head, c - 1, t)
     if back_bytes and c > 1:
         t = g.multicasts(pp_pairs(abc, c - 1, 0), back_bytes, [t], "pp")
     return t
 
 
-def _simulate(topo, abc, npu, per_stage, blocks, head, act_bytes, back_bytes):
+def _simulate(topo, sh, abc, npu, batch, tokens, context, back_bytes):
     """(critical-path result, preemptions) of one step on ``topo``."""
     sim = Sim(topo)
     g = ScheduleGraph(sim)
-    _chain(g, abc, npu, per_stage, blocks, head, act_bytes, back_bytes)
+    _chain(g, sh, abc, npu, batch, tokens, context, back_bytes)
     res = sim.run()
     r = analyse(g, res, abc, [])
     r.timing_source = res.timing_source
@@ -140,14 +145,22 @@ def _simulate(topo, abc, npu, per_stage, blocks, head, act_bytes, back_bytes):
 
 def step_compute(sh, abc, batch, contexts, npu) -> np.ndarray:
     """Compute seconds on the critical path of one decode step at each context length of
-    ``contexts`` (the blocks' FLOPs and bytes are linear in the context)."""
-    a, _, c = abc
+    ``contexts`` (an attention block's FLOPs and bytes are linear in the context, the other
+    blocks do not depend on it)."""
+    a = abc[0]
     ctx = np.asarray(contexts, dtype=np.float64)
-    (a0, m0), (a1, _) = decode_blocks(sh, a, batch, 0.0), decode_blocks(sh, a, batch, 1.0)
-    flops = a0.flops + (a1.flops - a0.flops) * ctx
-    nbytes = a0.bytes + (a1.bytes - a0.bytes) * ctx
-    attn = np.maximum(flops / npu.flops, nbytes / npu.hbm_bw)
-    return sh.layers * (attn + m0.time(npu)) + head_block(sh, a, batch).time(npu)
+    out = np.full(ctx.shape, block(sh, sh.embedding, a, batch, 1, 0).time(npu) + block(sh, sh.head, a, batch, 1, 0)
+                  .time(npu))
+    for unit in sh.units:
+        for layer in unit:
+            b0, b1 = block(sh, layer, a, batch, 1, 0.0), block(sh, layer, a, batch, 1, 1.0)
+            if layer.kind != "attention":
+                out += b0.time(npu)
+                continue
+            flops = b0.flops + (b1.flops - b0.flops) * ctx
+            nbytes = b0.bytes + (b1.bytes - b0.bytes) * ctx
+            out += np.maximum(flops / npu.flops, nbytes / npu.hbm_bw)
+    return out
 
 
 def _check_sizes(batch, prompt, output):
@@ -171,8 +184,8 @@ def plan(workload, strategy, batch, prompt_tokens, output_tokens, params, npu):
         abc = default_strategy(sh, batch, prompt_tokens, output_tokens, npu, params.npus)
     else:
         abc = parse_strategy(strategy, npus=params.npus)
-    if abc[2] > sh.layers:
-        raise FredError(f"{w.name} has {sh.layers} layers: PP({abc[2]}) leaves a stage without one")
+    if abc[2] > len(sh.units):
+        raise FredError(f"{w.name} has {len(sh.units)} layers: PP({abc[2]}) leaves a stage without one")
     mem = check_memory(sh, abc, batch, prompt_tokens, output_tokens, npu, format_strategy(abc))
     return w, sh, abc, mem
 
@@ -189,15 +202,10 @@ def infer(workload, fabric, strategy=None, *, batch=1, prompt_tokens=1024, outpu
     w, sh, abc, mem = plan(workload, strategy, batch, prompt_tokens, output_tokens, p, npu)
     name = format_strategy(abc)
     topo = build_fabric(fab, p)
-    a, _, c = abc
-    per_stage = stage_layers(sh, c)
     t0 = time.process_time()
-    pre, pre_n = _simulate(topo, abc, npu, per_stage, prefill_blocks(sh, a, batch, prompt_tokens),
-                           head_block(sh, a, batch), batch * prompt_tokens * sh.d * sh.b, 0)
+    pre, pre_n = _simulate(topo, sh, abc, npu, batch, prompt_tokens, 0.0, 0)
     steps = np.arange(1, output_tokens, dtype=np.float64) + prompt_tokens   # tokens attended per step
-    mid = float(steps.mean())
-    dec, dec_n = _simulate(topo, abc, npu, per_stage, decode_blocks(sh, a, batch, mid), head_block(sh, a, batch),
-                           batch * sh.d * sh.b, batch * TOKEN_BYTES)
+    dec, dec_n = _simulate(topo, sh, abc, npu, batch, 1, float(steps.mean()), batch * TOKEN_BYTES)
     compute = float(step_compute(sh, abc, batch, steps, npu).mean())
     exposed = {k: dec.exposed.get(k, 0.0) for k in COMM_KINDS}
     tpot = compute + sum(dec.exposed.values())
