@@ -17,7 +17,8 @@ FRED fabrics (the mesh has no switches: it never moves):
 * prefill: the time to first token of the same runs.
 
 The timing file's all-to-all throughput (online vs precompiled) is reported when the file has an
-``all_to_all`` section. The table is rewritten between the markers of docs/sensitivity.md.
+``all_to_all`` section. The table is rewritten between the markers of docs/sensitivity.md, the
+serving table of Llama-2-70B (``SERVE_MODEL``) on every fabric between those of docs/inference.md.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from fred.model.timing import switch_timing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = os.path.join(ROOT, "docs", "sensitivity.md")
-BEGIN, END = "<!-- sensitivity:begin -->", "<!-- sensitivity:end -->"
+SERVE_DOC = os.path.join(ROOT, "docs", "inference.md")
 
 FIGURES = ("switch latency", "fabric latency", "activation", "phase switch", "preemption", "all together")
 FACTORS = (0.5, 2, 10)
@@ -139,22 +140,31 @@ def serving_table() -> str:
             f"{INFER['output_tokens']} output tokens, the measured timing file, default NPU):\n\n" + "\n".join(rows))
 
 
+def rewrite(path, name, text) -> None:
+    """Replace the block between ``<!-- name:begin -->`` and ``<!-- name:end -->`` of ``path``."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    with open(path, encoding="utf-8") as fh:
+        doc = fh.read()
+    if begin in doc and end in doc:
+        head, rest = doc.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        write_atomic(path, head + begin + "\n" + text + "\n" + end + tail)
+        print(f"(rewrote the {begin} block of {os.path.relpath(path, ROOT)})")
+
+
 def main() -> None:
     tf = load_timing()
     t0 = time.process_time()
+    serving = serving_table()
+    print(serving)
     base = answers(switch_timing(tf))
     runs = []
     for fig in FIGURES:
         for k in FACTORS:
             runs.append(((fig, k), answers(scaled(tf, fig, k))))
             print(f"  {fig} x {k:g}: {time.process_time() - t0:.0f} s CPU so far", flush=True)
-    text = serving_table() + "\n\n" + table(tf, base, runs)
+    text = table(tf, base, runs)
     print(text)
     print(f"({len(runs) + 1} sets of runs, {time.process_time() - t0:.0f} s CPU)")
-    with open(DOC, encoding="utf-8") as fh:
-        doc = fh.read()
-    if BEGIN in doc and END in doc:
-        head, rest = doc.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        write_atomic(DOC, head + BEGIN + "\n" + text + "\n" + END + tail)
-        print(f"(rewrote the {BEGIN} block of {os.path.relpath(DOC, ROOT)})")
+    rewrite(SERVE_DOC, "inference", serving)
+    rewrite(DOC, "sensitivity", text)
