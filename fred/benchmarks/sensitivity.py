@@ -1,12 +1,12 @@
 """``python -m fred.bench sensitivity``: how much the answers move when each measured switch figure
 of the timing file is scaled -- does the verified switch decide anything?
 
-Figures (the timing file's ``summary``, as the model reads them, :mod:`fred.model.timing`):
+Figures (the timing file's ``summary``, as the model reads them, :mod:`fred.model.system.timing`):
 the switch traversal latency (``switch_latency_cycles``, the chiplet fabric's latency plus the
 switch overhead), the chiplet fabric's latency alone (``fabric_latency_cycles``; the overhead
 kept), ``activation_cycles``, ``phase_switch_cycles``, ``preemption_cycles_max``, and all of
-them together; each scaled by 0.5, 2 and 10 (the model's :class:`~fred.model.timing.SwitchTiming`
-built as :func:`~fred.model.timing.switch_timing` builds it from a file with those figures; an
+them together; each scaled by 0.5, 2 and 10 (the model's :class:`~fred.model.system.timing.SwitchTiming`
+built as :func:`~fred.model.system.timing.switch_timing` builds it from a file with those figures; an
 activation scaled above the preemption figure makes preemption free, which a timing file could
 not say). Answers, each against the unscaled run, the largest move in percent (signed) over the
 FRED fabrics (the mesh has no switches: it never moves):
@@ -29,10 +29,10 @@ import time
 
 from fred.contract.outputs import write_atomic
 from fred.contract.timing import load_timing
-from fred.model.estimate import FABRIC_ORDER, estimate, resolve_workloads
+from fred.model.training.estimate import FABRIC_ORDER, estimate, resolve_workloads
 from fred.model.inference.serve import infer, infer_table
-from fred.model.params import default_params, variant
-from fred.model.timing import switch_timing
+from fred.model.system.params import default_params, variant
+from fred.model.system.timing import switch_timing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = os.path.join(ROOT, "docs", "sensitivity.md")

@@ -13,7 +13,7 @@ DEFAULT_OUTPUT = 256
 
 
 def _workload(text):
-    from fred.model.workload import load_workload, workload_ref
+    from fred.model.workload.loader import load_workload, workload_ref
 
     ref = workload_ref(text)
     kind = load_workload(ref).kind
@@ -23,20 +23,20 @@ def _workload(text):
 
 
 def _fabric(text):
-    from fred.model.params import canonical_fabric
+    from fred.model.system.params import canonical_fabric
 
     return canonical_fabric(text)
 
 
 def _npu(text):
     from fred.contract.checks import check_choice
-    from fred.model.compute import NPU_PRESETS
+    from fred.model.workload.compute import NPU_PRESETS
 
     return check_choice("--npu", text, tuple(NPU_PRESETS))
 
 
 def add_arguments(p):
-    from fred.model.compute import DEFAULT_NPU, NPU_PRESETS
+    from fred.model.workload.compute import DEFAULT_NPU, NPU_PRESETS
     from fred.model.inference.costs import MAX_BATCH, MAX_TOKENS
 
     from .options import ListOption, choice, integer, name
@@ -80,7 +80,7 @@ def _fmt(x, scale=1e3, width=9, digits=3):
 
 
 def format_table(rows, source, npu_text) -> str:
-    from fred.model.params import variant
+    from fred.model.system.params import variant
 
     out = [f"switch timing: {source}", npu_text]
     seen = set()
@@ -120,7 +120,7 @@ def result_json(r) -> dict:
 def run(args):
     from fred import progress
     from fred.contract.outputs import check_output_path
-    from fred.model.estimate import FABRIC_ORDER, resolve_fabrics
+    from fred.model.training.estimate import FABRIC_ORDER, resolve_fabrics
     from fred.model.inference.serve import infer_table, plan
     from fred.model.plots import PLOT_SUFFIXES
 

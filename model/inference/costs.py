@@ -1,7 +1,7 @@
 """What one NPU computes, reads and holds when a decoder transformer serves requests.
 
 A serving step runs the workload's layers as training's forward pass derives them
-(:mod:`fred.model.workload`: the embedding, per transformer layer an attention and a feed-forward
+(:mod:`fred.model.workload.loader`: the embedding, per transformer layer an attention and a feed-forward
 block, the output head), each followed by the Megatron tensor-parallel (MP) All-Reduces the
 layer's ``mp_ar_fwd`` says (the vocabulary-parallel embedding, the attention and the MLP block;
 Shoeybi et al. 2019). Per NPU of an MP(a) group, for ``T`` tokens of a replica (``batch`` in a
@@ -22,7 +22,7 @@ decode step, ``batch x prompt`` in the prefill):
   ``V x d`` matrix read on the last stage (tied to the embedding or not), then the sampling
   reduce over MP (each member's best logit and its token id).
 
-Time of a block: the NPU roofline of :mod:`fred.model.compute`,
+Time of a block: the NPU roofline of :mod:`fred.model.workload.compute`,
 ``max(FLOPs / (peak x utilisation), bytes / HBM bandwidth)``; decode at small batches is
 memory-bound, its time the bytes at the NPU's HBM bandwidth.
 
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from fred import FredError
 
-from ..compute import NpuParams
+from fred.model.workload.compute import NpuParams
 
 __all__ = ["Shape", "Block", "shape_of", "block", "stage_layers", "memory_per_npu", "check_memory",
            "MAX_BATCH", "MAX_TOKENS", "TOKEN_BYTES", "ARGMAX_BYTES"]
@@ -61,7 +61,7 @@ class Shape:
     """A decoder transformer's serving shape (from a workload of kind ``transformer``)."""
 
     name: str
-    layers: tuple           # the workload's layers (fred.model.workload.Layer)
+    layers: tuple           # the workload's layers (fred.model.workload.loader.Layer)
     units: tuple            # per transformer layer, its blocks (attention, feed-forward)
     d: int
     heads: int
@@ -97,7 +97,7 @@ class Shape:
 
 
 def shape_of(w) -> Shape:
-    """The serving shape of workload ``w`` (a :class:`fred.model.workload.Workload`); a workload of
+    """The serving shape of workload ``w`` (a :class:`fred.model.workload.loader.Workload`); a workload of
     another kind, or with layers a serving step does not model, is one FredError line naming it."""
     if w.kind != "transformer":
         raise FredError(f"workload {w.name} is a {w.kind} model: fred infer serves decoder transformers")

@@ -6,7 +6,7 @@ simulator, mesh vs Fred-A..D.
 >>> r.ttft, r.tpot, r.tokens_per_s, r.decode_exposed["mp"]  # doctest: +SKIP
 
 Strategy ``MP(a)-DP(b)-PP(c)`` (placement and groups as in training,
-:mod:`fred.model.parallel_groups`): ``b`` independent replicas serve separate batches of
+:mod:`fred.model.collectives.groups`): ``b`` independent replicas serve separate batches of
 ``batch`` sequences each, simulated in lockstep (one compute task stands for every replica, each
 collective covers all replicas' groups, so their traffic contends as it would); a replica's
 layers are split over ``c`` pipeline stages, each stage's blocks over its MP group.
@@ -18,7 +18,7 @@ multicasts the activation to the next stage's MP group (PP, as in training); on 
 the output head and a sampling reduce over MP; in decode the sampled token ids go back to the
 first stage (PP) for the next step. One batch is in flight per replica: a pipeline split buys
 memory per NPU, not speed. Every collective and transfer runs through the flow simulator with
-the fabric's algorithms (:mod:`fred.model.collectives`): on FRED an in-switch All-Reduce pays the
+the fabric's algorithms (:mod:`fred.model.collectives.api`): on FRED an in-switch All-Reduce pays the
 measured switch traversal and phase switch of the timing file per switch it crosses, traffic
 classes time-share the switches (MP > PP, preemption and activation as measured); the mesh
 pays its per-hop link latency. Compute per block is the NPU roofline (:mod:`.costs`).
@@ -45,15 +45,15 @@ import numpy as np
 from fred import FredError
 from fred.contract.checks import check_int
 
-from .. import compute as C
-from ..flowsim import Sim
-from ..parallel_groups import format_strategy, parse_strategy
-from ..params import canonical_fabric, default_params
-from ..schedule_analysis import analyse
-from ..schedule_graph import ScheduleGraph
-from ..schedule_layout import mp_groups, pp_pairs
-from ..topology import build_fabric
-from ..workload import load_workload
+from fred.model.workload import compute as C
+from fred.model.collectives.flowsim import Sim
+from fred.model.collectives.groups import format_strategy, parse_strategy
+from fred.model.system.params import canonical_fabric, default_params
+from fred.model.schedule.analysis import analyse
+from fred.model.schedule.graph import ScheduleGraph
+from fred.model.schedule.layout import mp_groups, pp_pairs
+from fred.model.network.topology import build_fabric
+from fred.model.workload.loader import load_workload
 from .costs import MAX_BATCH, MAX_TOKENS, TOKEN_BYTES, block, check_memory, memory_per_npu, shape_of, stage_layers
 
 __all__ = ["Inference", "infer", "infer_table", "plan", "default_strategy", "COMM_KINDS", "DEFAULT_STRATEGIES"]
