@@ -188,7 +188,7 @@ TIERS = {
     "fred.sim": [["toolchain", "equiv", "golden"], ["faults", "lint", "formal"], ["benches"],
                  ["characterize"], ["soak", "coverage"]],
     "fred.model": [["system"], ["network"], ["collectives"], ["workload", "inputs"], ["schedule"],
-                   ["training"], ["plots"]],
+                   ["training", "inference"], ["plots"]],
 }
 #: the most modules one folder of a layer holds (issue: a folder is a concept, not a drawer)
 MAX_FOLDER_MODULES = 13

@@ -29,10 +29,9 @@ import time
 
 from fred.contract.outputs import write_atomic
 from fred.contract.timing import load_timing
-from fred.model.training.estimate import FABRIC_ORDER, estimate, resolve_workloads
-from fred.model.inference.serve import infer, infer_table
-from fred.model.system.params import default_params, variant
-from fred.model.system.timing import switch_timing
+from fred.model.inference import infer, infer_table
+from fred.model.system import default_params, switch_timing, variant
+from fred.model.training import FABRIC_ORDER, estimate, resolve_workloads
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = os.path.join(ROOT, "docs", "sensitivity.md")

@@ -13,7 +13,7 @@ DEFAULT_OUTPUT = 256
 
 
 def _workload(text):
-    from fred.model.workload.loader import load_workload, workload_ref
+    from fred.model.workload import load_workload, workload_ref
 
     ref = workload_ref(text)
     kind = load_workload(ref).kind
@@ -23,21 +23,21 @@ def _workload(text):
 
 
 def _fabric(text):
-    from fred.model.system.params import canonical_fabric
+    from fred.model.system import canonical_fabric
 
     return canonical_fabric(text)
 
 
 def _npu(text):
     from fred.contract.checks import check_choice
-    from fred.model.workload.compute import NPU_PRESETS
+    from fred.model.workload import NPU_PRESETS
 
     return check_choice("--npu", text, tuple(NPU_PRESETS))
 
 
 def add_arguments(p):
-    from fred.model.workload.compute import DEFAULT_NPU, NPU_PRESETS
-    from fred.model.inference.costs import MAX_BATCH, MAX_TOKENS
+    from fred.model.inference import MAX_BATCH, MAX_TOKENS
+    from fred.model.workload import DEFAULT_NPU, NPU_PRESETS
 
     from .options import ListOption, choice, integer, name
 
@@ -80,7 +80,7 @@ def _fmt(x, scale=1e3, width=9, digits=3):
 
 
 def format_table(rows, source, npu_text) -> str:
-    from fred.model.system.params import variant
+    from fred.model.system import variant
 
     out = [f"switch timing: {source}", npu_text]
     seen = set()
@@ -120,9 +120,9 @@ def result_json(r) -> dict:
 def run(args):
     from fred import progress
     from fred.contract.outputs import check_output_path
-    from fred.model.training.estimate import FABRIC_ORDER, resolve_fabrics
-    from fred.model.inference.serve import infer_table, plan
+    from fred.model.inference import infer_table, plan
     from fred.model.plots import PLOT_SUFFIXES
+    from fred.model.training import FABRIC_ORDER, resolve_fabrics
 
     from .estimate import check_strategy, hardware_from_args, npu_json, npu_line
 
@@ -140,7 +140,7 @@ def run(args):
         rows = infer_table(workloads, fabrics, args.strategy, progress=bar.start, params=params, npu=npu, **sizes)
     source = rows[0].timing_source if rows else params.switch.source
     if args.plot is not None:
-        from fred.model.inference.plot import plot_inference
+        from fred.model.inference import plot_inference
 
         plot_inference(rows, args.plot, footnote=f"NPU {npu.source}; switch timing: {source}")
     if args.json:

@@ -6,7 +6,12 @@ mesh vs Fred-A..D.
 * :mod:`.serve` -- the steps as task graphs in the flow simulator, the figures (time to first
   token, time per output token, tokens per second, exposed communication per kind);
 * :mod:`.plot` -- the per-fabric breakdown plot.
-
-Nothing is imported here: ``fred infer``'s options read the limits of :mod:`.costs` without
-loading the simulator.
 """
+
+from .costs import MAX_BATCH, MAX_TOKENS, Shape, check_memory, memory_per_npu, shape_of
+from .plot import plot_inference
+from .serve import COMM_KINDS, DEFAULT_STRATEGIES, Inference, default_strategy, infer, infer_table, plan, step_compute
+
+__all__ = ["COMM_KINDS", "DEFAULT_STRATEGIES", "MAX_BATCH", "MAX_TOKENS", "Inference", "Shape", "check_memory",
+           "default_strategy", "infer", "infer_table", "memory_per_npu", "plan", "plot_inference", "shape_of",
+           "step_compute"]

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from fred import FredError
 
-from fred.model.workload.compute import NpuParams
+from fred.model.workload import compute
 
 __all__ = ["Shape", "Block", "shape_of", "block", "stage_layers", "memory_per_npu", "check_memory",
            "MAX_BATCH", "MAX_TOKENS", "TOKEN_BYTES", "ARGMAX_BYTES"]
@@ -127,7 +127,7 @@ class Block:
     allreduce: float = 0.0
     count: int = 0
 
-    def time(self, npu: NpuParams) -> float:
+    def time(self, npu: compute.NpuParams) -> float:
         return max(self.flops / npu.flops, self.bytes / npu.hbm_bw)
 
 
@@ -197,7 +197,7 @@ def memory_per_npu(sh: Shape, abc, batch: int, prompt: int, output: int) -> dict
     return best
 
 
-def check_memory(sh: Shape, abc, batch: int, prompt: int, output: int, npu: NpuParams, strategy: str) -> dict:
+def check_memory(sh: Shape, abc, batch: int, prompt: int, output: int, npu: compute.NpuParams, strategy: str) -> dict:
     """:func:`memory_per_npu`, or one FredError line naming the figures when it exceeds HBM."""
     m = memory_per_npu(sh, abc, batch, prompt, output)
     if m["total"] > npu.hbm_capacity:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fred.contract.outputs import atomic_output
 
-from fred.model.system.params import variant
+from fred.model.system import variant
 
 PARTS = (("compute", "compute", "#4c72b0"), ("mp", "exposed MP All-Reduce", "#55a868"),
          ("pp", "exposed PP send", "#c44e52"))

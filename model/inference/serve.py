@@ -45,15 +45,13 @@ import numpy as np
 from fred import FredError
 from fred.contract.checks import check_int
 
+from fred.model.collectives import Sim, format_strategy, parse_strategy
+from fred.model.network import build_fabric
+from fred.model.schedule import ScheduleGraph, analyse
+from fred.model.schedule import layout as L
+from fred.model.system import canonical_fabric, default_params
 from fred.model.workload import compute as C
-from fred.model.collectives.flowsim import Sim
-from fred.model.collectives.groups import format_strategy, parse_strategy
-from fred.model.system.params import canonical_fabric, default_params
-from fred.model.schedule.analysis import analyse
-from fred.model.schedule.graph import ScheduleGraph
-from fred.model.schedule.layout import mp_groups, pp_pairs
-from fred.model.network.topology import build_fabric
-from fred.model.workload.loader import load_workload
+from fred.model.workload import load_workload
 from .costs import MAX_BATCH, MAX_TOKENS, TOKEN_BYTES, block, check_memory, memory_per_npu, shape_of, stage_layers
 
 __all__ = ["Inference", "infer", "infer_table", "plan", "default_strategy", "COMM_KINDS", "DEFAULT_STRATEGIES"]
@@ -115,7 +113,7 @@ def _chain(g, sh, abc, npu, batch, tokens, context, back_bytes):
         blk = block(sh, layer, a, batch, tokens, context)
         t = g.compute(blk.time(npu), [t], stage=s)
         for _ in range(blk.count):
-            t = g.coll("all-reduce", mp_groups(abc, s), blk.allreduce, [t], "mp")
+            t = g.coll("all-reduce", L.mp_groups(abc, s), blk.allreduce, [t], "mp")
         return t
 
     t = run(sh.embedding, 0, t)
@@ -125,10 +123,10 @@ def _chain(g, sh, abc, npu, batch, tokens, context, back_bytes):
                 t = run(layer, s, t)
         first += n
         if s < c - 1:
-            t = g.multicasts(pp_pairs(abc, s, s + 1), batch * tokens * sh.d * sh.b, [t], "pp")
+            t = g.multicasts(L.pp_pairs(abc, s, s + 1), batch * tokens * sh.d * sh.b, [t], "pp")
     t = run(sh.head, c - 1, t)
     if back_bytes and c > 1:
-        t = g.multicasts(pp_pairs(abc, c - 1, 0), back_bytes, [t], "pp")
+        t = g.multicasts(L.pp_pairs(abc, c - 1, 0), back_bytes, [t], "pp")
     return t
 
 

@@ -12,12 +12,11 @@ import pytest
 from fred import FredError
 from fred.cli import main
 from fred.contract.timing import load_timing, write_timing
+from fred.model.inference import infer, memory_per_npu, shape_of
+from fred.model.system import default_params, switch_timing
 from fred.model.workload import compute as C
-from fred.model.inference.costs import memory_per_npu, shape_of
-from fred.model.inference.serve import infer
-from fred.model.system.params import default_params
-from fred.model.system.timing import switch_timing
-from fred.model.workload.loader import load_workload, workload_from_dict
+from fred.model.workload import load_workload
+from fred.model.workload.loader import workload_from_dict
 
 SMALL = dict(batch=1, prompt_tokens=64, output_tokens=8)
 
