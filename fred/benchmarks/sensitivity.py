@@ -14,7 +14,9 @@ FRED fabrics (the mesh has no switches: it never moves):
 * dense training: the iteration time of every workload of the ``fred estimate`` table;
 * decode at batch 1: the time per output token of every bundled decoder model ``fred infer``
   serves at its default split (``DECODE``), prompt 1024, 256 output tokens;
-* prefill: the time to first token of the same runs.
+* prefill: the time to first token of the same runs;
+* decode with wafer-wide tensor parallelism: the time per output token of ``WIDE`` (Llama-2-70B,
+  MP(20), batch 1): every All-Reduce spans the wafer (on FRED through the L2 switch).
 
 The timing file's all-to-all throughput (online vs precompiled) is reported when the file has an
 ``all_to_all`` section. The table is rewritten between the markers of docs/sensitivity.md, the
@@ -43,8 +45,12 @@ FRED = ("fred-a", "fred-b", "fred-c", "fred-d")
 #: the decoder models served (batch 1, their default split)
 DECODE = ("llama2-70b", "gpt3-175b")
 INFER = dict(batch=1, prompt_tokens=1024, output_tokens=256)
-#: the serving table: this model at these batches per replica, every fabric, measured timing
-SERVE_MODEL, SERVE_BATCHES = "llama2-70b", (1, 32)
+#: the wide tensor-parallel decode: model and split
+WIDE = ("llama2-70b", "MP(20)-DP(1)-PP(1)")
+#: the serving table: this model at these (batch per replica, split; None: the default) on every
+#: fabric, measured timing
+SERVE_MODEL = "llama2-70b"
+SERVE_CASES = ((1, None), (32, None), (1, WIDE[1]))
 
 
 def scaled(tf, figure: str, k: float):
@@ -70,7 +76,7 @@ def scaled(tf, figure: str, k: float):
 def answers(timing) -> dict:
     """family -> {(workload, fabric): answer seconds} on the FRED fabrics with ``timing``."""
     p = default_params().replace(switch=timing)
-    out = {"training": {}, "decode": {}, "prefill": {}}
+    out = {"training": {}, "decode": {}, "prefill": {}, "wide": {}}
     for w in resolve_workloads():
         for f in FRED:
             out["training"][(w, f)] = estimate(w, f, params=p).iteration_time
@@ -79,6 +85,7 @@ def answers(timing) -> dict:
             r = infer(w, f, params=p, **INFER)
             out["decode"][(w, f)] = r.tpot
             out["prefill"][(w, f)] = r.ttft
+        out["wide"][(WIDE[0], f)] = infer(WIDE[0], f, WIDE[1], params=p, **INFER).tpot
     return out
 
 
@@ -111,31 +118,35 @@ def table(tf, base, runs) -> str:
             f"Largest move of the answer over Fred-A..D, in percent (the mesh has no switches and does not "
             f"move). Training: iteration time of {', '.join(resolve_workloads())}. Decode: time per output "
             f"token of {', '.join(DECODE)} at batch {INFER['batch']}, prompt {INFER['prompt_tokens']}, "
-            f"{INFER['output_tokens']} output tokens; prefill: time to first token of the same runs.")
-    rows = ["| figure | x | training iteration | decode TPOT, Fred-D | decode TPOT, Fred-A..D | prefill TTFT |",
-            "|---|---|---|---|---|---|"]
+            f"{INFER['output_tokens']} output tokens; prefill: time to first token of the same runs; wide MP: "
+            f"time per output token of {WIDE[0]} at {WIDE[1]}, same sizes.")
+    rows = ["| figure | x | training iteration | decode TPOT, Fred-D | decode TPOT, Fred-A..D | prefill TTFT | "
+            "wide-MP decode TPOT, Fred-D | wide-MP decode TPOT, Fred-A..D |",
+            "|---|---|---|---|---|---|---|---|"]
     for (fig, k), got in runs:
         rows.append(f"| {fig} | {k:g} | {_cell(largest_move(base['training'], got['training']))} | "
                     f"{_cell(largest_move(base['decode'], got['decode'], 'fred-d'))} | "
                     f"{_cell(largest_move(base['decode'], got['decode']))} | "
-                    f"{_cell(largest_move(base['prefill'], got['prefill']))} |")
+                    f"{_cell(largest_move(base['prefill'], got['prefill']))} | "
+                    f"{_cell(largest_move(base['wide'], got['wide'], 'fred-d'))} | "
+                    f"{_cell(largest_move(base['wide'], got['wide']))} |")
     base_line = ("Unscaled answers on Fred-D: " + "; ".join(
         f"{w} TPOT {base['decode'][(w, 'fred-d')] * 1e3:.4f} ms, TTFT {base['prefill'][(w, 'fred-d')] * 1e3:.2f} ms"
-        for w in DECODE) + ".")
+        for w in DECODE) + f"; {WIDE[0]} {WIDE[1]} TPOT {base['wide'][(WIDE[0], 'fred-d')] * 1e3:.4f} ms.")
     return "\n".join([head, "", *rows, "", base_line, "", _all_to_all_line(tf)])
 
 
 def serving_table() -> str:
-    """``fred infer`` of :data:`SERVE_MODEL` at each of :data:`SERVE_BATCHES` on every fabric."""
+    """``fred infer`` of :data:`SERVE_MODEL` in each of :data:`SERVE_CASES` on every fabric."""
     rows = ["| batch | fabric | strategy | TTFT ms | TPOT ms | tokens/s | exposed MP per token, us | "
             "TTFT speedup | TPOT speedup |", "|---|---|---|---|---|---|---|---|---|"]
-    for b in SERVE_BATCHES:
-        for r in infer_table([SERVE_MODEL], list(FABRIC_ORDER), batch=b,
+    for b, split in SERVE_CASES:
+        for r in infer_table([SERVE_MODEL], list(FABRIC_ORDER), split, batch=b,
                              prompt_tokens=INFER["prompt_tokens"], output_tokens=INFER["output_tokens"]):
             rows.append(f"| {b} | {variant(r.fabric).display} | {r.strategy} | {r.ttft * 1e3:.2f} | "
                         f"{r.tpot * 1e3:.4f} | {r.tokens_per_s:.1f} | {r.decode_exposed['mp'] * 1e6:.2f} | "
                         f"{r.speedup_ttft:.4f} | {r.speedup_tpot:.4f} |")
-    return (f"`fred infer -w {SERVE_MODEL} --batch B` (prompt {INFER['prompt_tokens']}, "
+    return (f"`fred infer -w {SERVE_MODEL} --batch B [-s SPLIT]` (prompt {INFER['prompt_tokens']}, "
             f"{INFER['output_tokens']} output tokens, the measured timing file, default NPU):\n\n" + "\n".join(rows))
 
 

@@ -8,10 +8,12 @@ Shoeybi et al. 2019). Per NPU of an MP(a) group, for ``T`` tokens of a replica (
 decode step, ``batch x prompt`` in the prefill):
 
 * weights: the layer's parameters split over MP, read once per step;
-* attention core: each token attends to its sequence's context: ``4 x context x d / a`` FLOPs
-  (scores and weighted sum over this NPU's heads) and, in decode, the context's key/value cache
-  read from HBM: ``context x 2 x kv_heads x d_head x bytes`` per layer, the key/value heads split
-  over MP (replicated when MP exceeds them, as Megatron does);
+* attention: Megatron splits it by heads; when MP does not divide them the busiest NPU holds
+  ``ceil(heads / a)`` of them (and of the key/value heads, one at least: replicated when MP
+  exceeds them), and its weights, FLOPs and cache are that share; each token attends to its
+  sequence's context: ``4 x context x d_head`` FLOPs per head (scores and weighted sum) and, in
+  decode, the context's key/value cache read from HBM: ``context x 2 x d_head x bytes`` per
+  key/value head and layer;
 * the prefill writes the prompt's key/value cache and computes the causal attention core
   (``prompt (prompt + 1) / 2`` query-key pairs per sequence) without materialising the scores
   (FlashAttention, Dao et al., NeurIPS 2022): its HBM traffic is the weights, the cache written
@@ -74,9 +76,14 @@ class Shape:
     def d_head(self) -> int:
         return self.d // self.heads
 
-    def kv_heads_per_npu(self, a: int) -> float:
-        """Key/value heads one NPU of MP(a) holds: split, or replicated when a > kv_heads."""
-        return max(self.kv_heads / a, 1.0)
+    def kv_heads_per_npu(self, a: int) -> int:
+        """Key/value heads the busiest NPU of MP(a) holds: ``ceil(kv_heads / a)`` (one, replicated,
+        when a > kv_heads)."""
+        return -(-self.kv_heads // a)
+
+    def attention_share(self, a: int) -> float:
+        """The busiest NPU's share of an attention block under MP(a): ``ceil(heads / a) / heads``."""
+        return -(-self.heads // a) / self.heads
 
     def kv_bytes(self, a: int) -> float:
         """Key/value cache bytes per token and layer on one NPU of MP(a)."""
@@ -135,7 +142,7 @@ def _attn_act(sh: Shape, a: int) -> float:
     """Activation bytes per token of the attention block on one NPU: its input and output (d
     each), Q, K and V written and read back, the attention output written and read by the
     projection."""
-    q, kv = sh.d / a, sh.kv_heads_per_npu(a) * sh.d_head
+    q, kv = sh.d * sh.attention_share(a), sh.kv_heads_per_npu(a) * sh.d_head
     return sh.b * (2 * sh.d + 2 * (q + 2 * kv) + 2 * q)
 
 
@@ -148,13 +155,14 @@ def block(sh: Shape, layer, a: int, batch: int, tokens: int, context: float) -> 
     ar = T * d * b
     n = int(layer.mp_ar_fwd) if a > 1 else 0
     w = layer.params * b / a
+    share = sh.attention_share(a)
     if layer.kind == "attention":
         if tokens == 1:                                  # decode: read the cache, write one entry
             pairs, kv = batch * context, batch * (context + 1) * sh.kv_bytes(a)
         else:                                            # prefill: causal, the cache written
             pairs, kv = batch * tokens * (tokens + 1) / 2, 2 * T * sh.kv_bytes(a)
-        flops = 2 * T * layer.params / a + 4 * pairs * d / a
-        return Block(flops, w + kv + T * _attn_act(sh, a), ar, n)
+        flops = 2 * T * layer.params * share + 4 * pairs * d * share
+        return Block(flops, layer.params * b * share + kv + T * _attn_act(sh, a), ar, n)
     if layer.kind == "embedding":                        # a row per token, read and written
         return Block(0.0, 2 * T * d * b, ar, n)
     if layer.kind == "logits":                           # the last position of each sequence
@@ -181,11 +189,12 @@ def memory_per_npu(sh: Shape, abc, batch: int, prompt: int, output: int) -> dict
     tokens = batch * (prompt + output)
     working = max(block(sh, l, a, batch, prompt, 0).bytes - l.params * sh.b / a
                   for u in sh.units for l in u[1:]) if any(len(u) > 1 for u in sh.units) else 0.0
+    share = sh.attention_share(a)
     best, first = None, 0
     for s, n in enumerate(stage_layers(sh, c)):
         mine = sh.units[first:first + n]
         first += n
-        weights = sum(l.params for u in mine for l in u) * sh.b / a
+        weights = sum(l.params * (share if l.kind == "attention" else 1 / a) for u in mine for l in u) * sh.b
         if s == 0:
             weights += sh.embedding.params * sh.b / a
         if s == c - 1:

@@ -107,6 +107,17 @@ def test_kv_heads_field():
         workload_from_dict({**raw, "kv_heads": 0})
 
 
+def test_uneven_head_split_charges_the_busiest_npu():
+    """64 heads over MP(20): the busiest NPU holds 4 of them (Megatron splits whole heads), and
+    one of the 8 key/value heads; its attention weights are 4/64 of the block's, not 1/20."""
+    sh = shape_of(load_workload("llama2-70b"))
+    assert sh.attention_share(20) == 4 / 64 and sh.attention_share(4) == 1 / 4
+    assert sh.kv_heads_per_npu(20) == 1 and sh.kv_heads_per_npu(4) == 2 and sh.kv_heads_per_npu(8) == 1
+    even = memory_per_npu(sh, (4, 5, 1), 1, 64, 8)["weights"]
+    wide = memory_per_npu(sh, (20, 1, 1), 1, 64, 8)["weights"]
+    assert even / 5 < wide < even / 4
+
+
 def test_json_document(capsys):
     assert main(["infer", "-f", "fred-d", "--prompt-tokens", "64", "--output-tokens", "8", "--batch", "2",
                  "--json"]) == 0
