@@ -99,9 +99,10 @@ def format_table(rows, source, npu_text) -> str:
     out += [hdr, "-" * len(hdr)]
     for r in rows:
         sp = [f"{x:7.4f}" if x is not None else f"{'':7}" for x in (r.speedup_ttft, r.speedup_tpot)]
-        out.append(f"{r.workload:12} {variant(r.fabric).display:7} {_fmt(r.ttft)} {_fmt(r.prefill_exposed['mp'])} "
-                   f"{_fmt(r.prefill_exposed['pp'])} {_fmt(r.tpot, digits=4)} {_fmt(r.decode_exposed['mp'], 1e6, 9, 2)} "
-                   f"{_fmt(r.decode_exposed['pp'], 1e6, 9, 2)} {r.tokens_per_s:10.1f} {sp[0]} {sp[1]}")
+        pre, dec = r.prefill_exposed, r.decode_exposed
+        out.append(f"{r.workload:12} {variant(r.fabric).display:7} {_fmt(r.ttft)} {_fmt(pre['mp'])} {_fmt(pre['pp'])} "
+                   f"{_fmt(r.tpot, digits=4)} {_fmt(dec['mp'], 1e6, 9, 2)} {_fmt(dec['pp'], 1e6, 9, 2)} "
+                   f"{r.tokens_per_s:10.1f} {sp[0]} {sp[1]}")
     return "\n".join(out)
 
 

@@ -52,6 +52,7 @@ from fred.model.schedule import layout as L
 from fred.model.system import canonical_fabric, default_params
 from fred.model.workload import compute as C
 from fred.model.workload import load_workload
+
 from .costs import MAX_BATCH, MAX_TOKENS, TOKEN_BYTES, block, check_memory, memory_per_npu, shape_of, stage_layers
 
 __all__ = ["Inference", "infer", "infer_table", "plan", "default_strategy", "COMM_KINDS", "DEFAULT_STRATEGIES"]
@@ -208,8 +209,8 @@ def infer(workload, fabric, strategy=None, *, batch=1, prompt_tokens=1024, outpu
     exposed = {k: dec.exposed.get(k, 0.0) for k in COMM_KINDS}
     tpot = compute + sum(dec.exposed.values())
     total = pre.iteration_time + (output_tokens - 1) * tpot
-    return Inference(workload=w.name, fabric=fab, strategy=name, replicas=abc[1], batch=batch, prompt_tokens=prompt_tokens,
-                     output_tokens=output_tokens, ttft=pre.iteration_time, tpot=tpot,
+    return Inference(workload=w.name, fabric=fab, strategy=name, replicas=abc[1], batch=batch,
+                     prompt_tokens=prompt_tokens, output_tokens=output_tokens, ttft=pre.iteration_time, tpot=tpot,
                      tokens_per_s=abc[1] * batch * output_tokens / total, prefill_compute=pre.compute_time,
                      prefill_exposed={k: pre.exposed.get(k, 0.0) for k in COMM_KINDS}, decode_compute=compute,
                      decode_exposed=exposed, memory=mem, timing_source=dec.timing_source or p.switch.source,
