@@ -85,6 +85,7 @@ def answers(timing) -> dict:
             r = infer(w, f, params=p, **INFER)
             out["decode"][(w, f)] = r.tpot
             out["prefill"][(w, f)] = r.ttft
+    for f in FRED:
         out["wide"][(WIDE[0], f)] = infer(WIDE[0], f, WIDE[1], params=p, **INFER).tpot
     return out
 
