@@ -6,7 +6,7 @@ simulator, mesh vs Fred-A..D.
 >>> r.ttft, r.tpot, r.tokens_per_s, r.decode_exposed["mp"]  # doctest: +SKIP
 
 Strategy ``MP(a)-DP(b)-PP(c)`` (placement and groups as in training,
-:mod:`fred.model.collectives.groups`): ``b`` independent replicas serve separate batches of
+:mod:`fred.model.collectives.strategy`): ``b`` independent replicas serve separate batches of
 ``batch`` sequences each, simulated in lockstep (one compute task stands for every replica, each
 collective covers all replicas' groups, so their traffic contends as it would); a replica's
 layers are split over ``c`` pipeline stages, each stage's blocks over its MP group.
