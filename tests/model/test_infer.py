@@ -94,6 +94,19 @@ def test_context_window_and_kind_refusals():
         infer("resnet-152", "mesh", **SMALL)
 
 
+def test_a_block_the_step_does_not_model_is_refused_by_name():
+    """The step runs the workload's own layers; a kind it has no cost model for (an MoE experts
+    block before its all-to-all is modelled) is refused, not silently costed as an MLP."""
+    import dataclasses
+
+    w = load_workload("llama2-70b")
+    mlp = next(l for l in w.layers if l.kind == "mlp")
+    odd = dataclasses.replace(w, layers=w.layers[:3] + (dataclasses.replace(mlp, name="x.experts", kind="experts"),)
+                              + w.layers[3:])
+    with pytest.raises(FredError, match="layer x.experts of kind 'experts' is not modelled by fred infer"):
+        shape_of(odd)
+
+
 def test_kv_heads_field():
     raw = dict(name="t", kind="transformer", layers=2, hidden=64, heads=8, seq=32, vocab=100)
     mha = workload_from_dict(raw)
