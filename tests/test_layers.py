@@ -185,7 +185,7 @@ def test_no_circle_inside_a_layer():
 TIERS = {
     "fred.hdl": [["params", "dtypes", "verilog", "physical"], ["netlist", "adders"],
                  ["routing", "cells", "crossbar"], ["fabric"], ["switch"]],
-    "fred.sim": [["toolchain", "equiv", "golden"], ["faults", "lint", "formal"], ["benches"],
+    "fred.sim": [["toolchain", "equiv", "golden"], ["faults", "lint", "formal", "compiled"], ["benches"],
                  ["characterize"], ["soak", "coverage"]],
     "fred.model": [["system"], ["network"], ["collectives"], ["workload", "inputs"], ["schedule"],
                    ["training", "inference"], ["plots"]],

@@ -19,12 +19,9 @@ import random
 import cocotb
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from fred.sim.faults import BenchFailure, World
+from fred.sim.faults import COUNTERS, BenchFailure, World, run_result
 from .streams import start
 from fred.sim.toolchain import bench_config
-
-COUNTERS = ("err_crc", "err_dup", "err_lost", "err_packet", "err_phase", "err_stale", "poisoned")
-
 
 class _Dut:
     """The switch's ports as lists of handles."""
@@ -105,28 +102,7 @@ async def _one_run(d, cfg) -> dict:
         if w.now > cfg.get("max_cycles", 200_000):
             w.fail(f"watchdog: not finished after {w.now} cycles ({w.progress()})")
     w.final_checks()
-    return _result(w, d.counters())
-
-
-def _result(w, counters) -> dict:
-    srcs = [s for ep in w.eps for s in ep.sources.values()]
-    rcvs = [r for ep in w.eps for r in ep.receivers.values()]
-    inj = {}
-    for side, lst in (("in", w.inj_in), ("out", w.inj_out)):
-        for kind in ("drop", "corrupt", "duplicate", "delay"):
-            inj[f"{side}_{kind}"] = sum(i.faults(kind) for i in lst)
-    return {
-        "check": "pass",
-        "cycles": max(r.done_at for r in rcvs) + 1,
-        "delivered": sum(r.expected for r in rcvs),
-        "packets_sent": sum(s.high + s.retransmitted for s in srcs),
-        "retransmissions": sum(s.retransmitted for s in srcs),
-        "go_backs": sum(s.rewinds for s in srcs), "timeouts": sum(s.timeouts for s in srcs),
-        "acks": sum(r.acks for r in rcvs), "nacks": sum(r.nacks for r in rcvs),
-        "probes": sum(ep.probes for ep in w.eps),
-        "injected": inj, "switch": counters,
-        "endpoints": {k: sum(getattr(ep.rx, k) for ep in w.eps) for k in ("bad", "dup", "lost")},
-    }
+    return run_result(w, d.counters())
 
 
 @cocotb.test()

@@ -1,9 +1,11 @@
 """Measure the FRED switch in simulation: phase-switch and preemption latency, peak occupancy.
 
 ``measure_switch(...) -> dict`` builds the switch (Verilator, cached; the fabric's cells as
-shared modules from 8 ports up, see :func:`_build`), runs the cocotb
-measurement scenario (``switch_measure`` in sim/benches/switch.py) and the random stress bench
-(``switch_random``, for the peak buffer occupancy) and returns:
+shared modules from 8 ports up, see :func:`_build`), runs the measurement scenario and the
+random stress bench (for the peak buffer occupancy) of :mod:`fred.sim.compiled.world` -- by
+default on the compiled switch (:mod:`fred.sim.compiled.loader`, lockstep), with
+``backend="cocotb"`` under cocotb (sim/compiled/cocotb_driver.py; the same figures for the same
+seed) -- and returns:
 
 =============================  =================================================================
 key                            meaning (all times in switch clock cycles)
@@ -58,9 +60,11 @@ from fred.hdl.netlist import Flow
 from fred.hdl.switch import Switch
 
 __all__ = ["measure_switch", "measure_online", "data_depth_for", "check_params",
-           "activation_samples_for", "SCHEMA"]
+           "activation_samples_for", "run_lockstep", "stress_config", "SCHEMA", "BACKENDS"]
 
 SCHEMA = "fred-switch-timing/2"
+#: the simulators that run the measurement (sim/compiled/world.py: one bench, two drivers)
+BACKENDS = ("compiled", "cocotb")
 
 #: measure_switch emits the fabric as shared cell modules from this many ports up
 SHARED_FROM_PORTS = 8
@@ -109,7 +113,7 @@ def activation_samples_for(ports: int) -> int:
 
 def measure_switch(ports=4, middle=3, lanes=2, dtype="int32", fabric="fred", seed=1,
                    preemptions=10, stress_rounds=12, max_len=4, data_depth=None,
-                   ctrl_depth=2, activation_samples=None, shared=None) -> dict:
+                   ctrl_depth=2, activation_samples=None, shared=None, backend="compiled") -> dict:
     """Run the measurement and stress benches; return the dict documented above.
 
     ``max_len``: data flits per packet in every measured round (the paper's 4 KB packets in
@@ -119,10 +123,11 @@ def measure_switch(ports=4, middle=3, lanes=2, dtype="int32", fabric="fred", see
     :func:`_build`; same circuit, much faster Verilator build); ``None`` (default) = from
     :data:`SHARED_FROM_PORTS` ports up, below that the per-instance Verilog that
     tests/sim/test_switch_bench.py and sim/characterize/overlap.py build (so their builds are shared).
+    ``backend``: one of :data:`BACKENDS` (the same figures for the same seed).
     """
-    from fred.sim.toolchain import run_bench
-
     depth = check_params(ports, max_len, data_depth)
+    if backend not in BACKENDS:
+        raise ValueError(f"switch measurement backend {backend!r} must be one of {', '.join(BACKENDS)}")
     if shared is None:
         shared = ports >= SHARED_FROM_PORTS
     if activation_samples is None:
@@ -130,28 +135,11 @@ def measure_switch(ports=4, middle=3, lanes=2, dtype="int32", fabric="fred", see
     t0 = time.monotonic()
     verilog, sw = _build(ports, middle, lanes, dtype, fabric, depth=depth, ctrl_depth=ctrl_depth,
                          max_len=max_len, shared=shared)
-    phases = _phases(ports)
-    base = _base_config(sw, phases)
-    with tempfile.TemporaryDirectory() as tmp:
-        out_m = str(Path(tmp) / "measure.json")
-        out_s = str(Path(tmp) / "stress.json")
-        cfg = dict(base, out=out_m, preemptions=preemptions, max_cycles=200_000,
-                   activation_samples=activation_samples)
-        tag = f"switch-p{ports}-{dtype}-{sw.fabric_kind}"
-        run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.benches.switch",
-                  tag=tag, config=cfg, seed=seed, testcase="switch_measure")
-        meas = json.loads(Path(out_m).read_text())
-        sphases = {
-            0: (pk.VC_DP, [Flow(set(range(ports)), set(range(ports)))]),
-            1: (pk.VC_MP, [Flow({0, 1}, {0, 1})]),
-            2: (pk.VC_PP, [Flow({p}, {(p + 1) % ports}) for p in range(ports)]),
-        }
-        scfg = dict(_base_config(sw, sphases), out=out_s, rounds=stress_rounds, ctrl_rate=0.2,
-                    bad_rate=0.0, skew=40, idle=0.1, stall=0.3, credit_delay=12, starve=0.01,
-                    starve_len=60, bound=20_000, max_cycles=400_000)
-        run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.benches.switch",
-                  tag=tag, config=scfg, seed=seed, testcase="switch_random")
-        stress = json.loads(Path(out_s).read_text())
+    cfg = dict(_base_config(sw, _phases(ports)), scenario="measure", preemptions=preemptions,
+               max_cycles=200_000, activation_samples=activation_samples)
+    scfg = stress_config(sw, stress_rounds)
+    tag = f"switch-p{ports}-{dtype}-{sw.fabric_kind}"
+    meas, stress = run_lockstep(verilog, sw, tag, [cfg, scfg], seed, backend)
     meas["schema"] = SCHEMA
     meas["activation_samples"] = activation_samples
     meas["params"] = sw.describe()
@@ -184,6 +172,56 @@ def _build(P, m, lanes, dtype, fabric, depth=12, ctrl_depth=2, max_len=4, entrie
                     _shared=registry if shared and fabric == "fred" else None)
         _BUILDS[key] = (emit_with_shared(sw, "fred_switch", registry), sw)
     return _BUILDS[key]
+
+
+def stress_config(sw, rounds: int) -> dict:
+    """The stress scenario's configuration (:func:`fred.sim.compiled.world.stress`) on switch
+    ``sw``: a DP phase over every port, an MP pair, a PP ring; ``rounds`` rounds per VC with
+    control packets, start skew, idle sources, stalled sinks, slow and starved credits."""
+    P = sw.P
+    sphases = {
+        0: (pk.VC_DP, [Flow(set(range(P)), set(range(P)))]),
+        1: (pk.VC_MP, [Flow({0, 1}, {0, 1})]),
+        2: (pk.VC_PP, [Flow({p}, {(p + 1) % P}) for p in range(P)]),
+    }
+    return dict(_base_config(sw, sphases), scenario="stress", rounds=rounds, ctrl_rate=0.2,
+                bad_rate=0.0, skew=40, idle=0.1, stall=0.3, credit_delay=12, starve=0.01,
+                starve_len=60, bound=20_000, max_cycles=400_000)
+
+
+def run_lockstep(verilog, sw, tag, cfgs, seed, backend="compiled", speeds=None) -> list:
+    """The results of the lockstep scenarios ``cfgs`` (:mod:`fred.sim.compiled.world`), each
+    from a reset, on ``backend``: one compiled instance in this process, or one cocotb run per
+    scenario (sim/compiled/cocotb_driver.py). ``speeds`` (a list) gets ``(cycles, seconds)`` of
+    each scenario's loop."""
+    speeds = [] if speeds is None else speeds
+    if backend == "compiled":
+        from fred.sim.compiled import load, reset_sequence, run_compiled
+
+        m = load(verilog, sw, tag)
+        out = []
+        try:
+            for c in cfgs:
+                t0, c0 = time.perf_counter(), m.cycles + len(reset_sequence(c["cfg_words"]))
+                out.append(run_compiled(m, c, seed))
+                speeds.append((m.cycles - c0, time.perf_counter() - t0))
+        finally:
+            m.close()
+        return out
+    from fred.sim.toolchain import run_bench
+
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, c in enumerate(cfgs):
+            path = Path(tmp) / f"lockstep{k}.json"
+            run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.compiled.cocotb_driver",
+                      tag=tag, config=dict(c, out=str(path), seed=seed), seed=seed,
+                      testcase="switch_lockstep")
+            res = json.loads(path.read_text())
+            sp = res.pop("_speed")
+            speeds.append((sp["cycles"], sp["seconds"]))
+            out.append(res)
+    return out
 
 
 def _base_config(sw, phases):

@@ -2,13 +2,14 @@
 side) and the fault bench that runs a switch between them.
 """
 
-from .bench import BenchFailure, PHASE_KINDS, Program, World, fault_phases
+from .bench import COUNTERS, BenchFailure, PHASE_KINDS, Program, World, fault_phases, run_result
 from .endpoint import Endpoint
 from .gbn import GbnParams, GbnReceiver, GbnSource, MUTANTS, ack_fields
 from .inject import FAULT_KINDS, Injector
 
 __all__ = [
     "BenchFailure",
+    "COUNTERS",
     "Endpoint",
     "FAULT_KINDS",
     "GbnParams",
@@ -21,4 +22,5 @@ __all__ = [
     "World",
     "ack_fields",
     "fault_phases",
+    "run_result",
 ]

@@ -37,9 +37,11 @@ from .gbn import FINAL_ACKS, GbnParams, GbnReceiver, GbnSource
 from .endpoint import Endpoint
 from fred.sim.golden import SwitchModel
 
-__all__ = ["PHASE_KINDS", "fault_phases", "Program", "World", "BenchFailure"]
+__all__ = ["PHASE_KINDS", "COUNTERS", "fault_phases", "Program", "World", "BenchFailure", "run_result"]
 
 PHASE_KINDS = ("all-reduce", "reduce", "multicast", "unicast")
+#: the switch's error counters a run reads
+COUNTERS = ("err_crc", "err_dup", "err_lost", "err_packet", "err_phase", "err_stale", "poisoned")
 
 
 class BenchFailure(AssertionError):
@@ -286,3 +288,25 @@ class World:
                 h = pk.decode_header(next(iter(missing)))
                 self.fail(f"output {q}: {sum(missing.values())} control packet(s) the switch "
                           f"never sent, e.g. {h} (not fanned out)")
+
+
+def run_result(w, counters) -> dict:
+    """The figures of a finished run of World ``w`` (``counters``: the switch's, at the end)."""
+    srcs = [s for ep in w.eps for s in ep.sources.values()]
+    rcvs = [r for ep in w.eps for r in ep.receivers.values()]
+    inj = {}
+    for side, lst in (("in", w.inj_in), ("out", w.inj_out)):
+        for kind in ("drop", "corrupt", "duplicate", "delay"):
+            inj[f"{side}_{kind}"] = sum(i.faults(kind) for i in lst)
+    return {
+        "check": "pass",
+        "cycles": max(r.done_at for r in rcvs) + 1,
+        "delivered": sum(r.expected for r in rcvs),
+        "packets_sent": sum(s.high + s.retransmitted for s in srcs),
+        "retransmissions": sum(s.retransmitted for s in srcs),
+        "go_backs": sum(s.rewinds for s in srcs), "timeouts": sum(s.timeouts for s in srcs),
+        "acks": sum(r.acks for r in rcvs), "nacks": sum(r.nacks for r in rcvs),
+        "probes": sum(ep.probes for ep in w.eps),
+        "injected": inj, "switch": counters,
+        "endpoints": {k: sum(getattr(ep.rx, k) for ep in w.eps) for k in ("bad", "dup", "lost")},
+    }

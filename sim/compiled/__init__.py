@@ -1,0 +1,30 @@
+"""The FRED switch compiled for Python: the Verilog under Verilator as a shared library driven
+through ``ctypes`` (``loader``, ``harness.cpp``), the cycle-stepped switch benches that run on it
+or, unchanged, under cocotb (``world``, ``scenarios``; the cocotb twin ``cocotb_driver`` is not
+imported here: it needs cocotb). The replay soak on top of it is :mod:`fred.sim.soak.switch`.
+"""
+
+from .loader import (LOCKSTEP_OPT, REPLAY_OPT, CompiledSwitch, PortMap, build, load, port_map)
+from .scenarios import Measurement, make_world, run_compiled, stress
+from .world import RANK, STATUS, BenchFailure, SwitchWorld, check_outputs, reset_sequence, wait
+
+__all__ = [
+    "BenchFailure",
+    "CompiledSwitch",
+    "LOCKSTEP_OPT",
+    "Measurement",
+    "PortMap",
+    "RANK",
+    "REPLAY_OPT",
+    "STATUS",
+    "SwitchWorld",
+    "build",
+    "check_outputs",
+    "load",
+    "make_world",
+    "port_map",
+    "reset_sequence",
+    "run_compiled",
+    "stress",
+    "wait",
+]

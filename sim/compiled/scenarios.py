@@ -1,0 +1,322 @@
+"""The scenarios of the cycle-stepped switch benches (:mod:`fred.sim.compiled.world`) and the
+compiled driver.
+
+* ``measure`` -- :class:`Measurement`: the figures of :mod:`fred.sim.characterize.switch`;
+* ``stress`` -- :func:`stress`: random phases checked against the golden model, the worst round
+  latency and the peak buffer occupancy;
+* :func:`run_compiled` steps a world against the compiled switch (the cocotb twin is
+  :mod:`fred.sim.compiled.cocotb_driver`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque, defaultdict
+
+from fred.contract import packet as pk
+from fred.sim.golden import SwitchModel, make_traffic, phases_from_json
+
+from .world import STATUS, SwitchWorld, check_outputs, reset_sequence, wait
+
+__all__ = ["Measurement", "stress", "make_world", "run_compiled"]
+
+
+# -- the measurement scenario --------------------------------------------------------------------
+class Measurement:
+    """The ``measure`` scenario (the figures of :mod:`fred.sim.characterize.switch`), phases
+    :func:`fred.sim.characterize.switch._phases`: 0 = DP on the low half of the ports, 1 = DP on
+    the high half, 2 = MP on every port, 3 = MP on the high half."""
+
+    def __init__(self, world: SwitchWorld):
+        self.w = w = world
+        self.cfg, self.rng = w.cfg, w.rng
+        P = w.P
+        self.L = self.cfg["max_len"]
+        half = P // 2
+        self.A_ports, self.B_ports, self.C_ports = list(range(half)), list(range(half, P)), list(range(P))
+        self.seq = {}
+
+    def packet(self, p, phase, vc, n):
+        s = self.seq.get((p, phase), 0)
+        self.seq[(p, phase)] = s + 1
+        FB = self.w.flit_bits
+        data = tuple(self.rng.randrange(1 << FB) for _ in range(n))
+        return pk.pack(pk.Packet(pk.Header.data(vc, phase, s, n), data), FB)
+
+    def send(self, p, words):
+        first = yield from self.w.send_credited(p, words)
+        return first + len(words)
+
+    def send_at(self, p, words):
+        first = yield from self.w.send_credited(p, words)
+        return first + 1, first + len(words)
+
+    def sent_at(self, p, end):
+        while len(self.w.sent[p]) < end:
+            yield
+        return self.w.sent[p][end - 1][0]
+
+    def round_of(self, phase, vc, ports, n):
+        out = {}
+        for p in ports:
+            out[p] = yield from self.send_at(p, self.packet(p, phase, vc, n))
+        return out
+
+    def done(self, ends):
+        heads = []
+        for p, (h, _) in ends.items():
+            heads.append((yield from self.sent_at(p, h)))
+        lasts = []
+        for p, (_, e) in ends.items():
+            lasts.append((yield from self.sent_at(p, e)))
+        return max(heads), max(lasts)
+
+    def packets(self, q):
+        return [x for x in self.w.output_packets(q) if x[2].header.vc != pk.VC_CTRL]
+
+    def wait_packets(self, q, n):
+        while len(self.packets(q)) < n:
+            yield
+
+    def run(self):
+        """(generator) The whole scenario; sets ``world.result``."""
+        res = {}
+        yield from self.activation(res)
+        yield from self.phase_switch(res)
+        yield from self.preemption(res)
+        self.w.result = res
+        self.w.finished = True
+
+    def activation(self, res):
+        """Activation on an idle switch: a new configuration, then the same one again (the
+        worst of ``activation_samples``: the scanner position varies)."""
+        w, L = self.w, self.L
+        act, first, c_act, c_first = {}, {}, {}, {}
+
+        def worst(d, k, v):
+            d[k] = max(d.get(k, v), v)
+        for name in ("new_config",) + ("same_config",) * self.cfg.get("activation_samples", 6):
+            n0 = len(self.packets(0))
+            ends = yield from self.round_of(0, pk.VC_DP, self.A_ports, L)
+            t_head, t_in = yield from self.done(ends)
+            yield from self.wait_packets(0, n0 + 1)
+            _, t0, _ = self.packets(0)[n0]
+            beats = [c for c, _ in w.beats[0] if c > t0]
+            worst(act, name, t0 - t_in)
+            worst(first, name, beats[0] - t_in)
+            worst(c_act, name, t0 - t_head)
+            worst(c_first, name, beats[0] - t_head)
+            yield from wait(20 + self.rng.randrange(w.P))
+        res["activation_cycles"] = act
+        res["first_data_cycles"] = first
+        res["cut_through_cycles"] = {"activation": c_act, "first_data": c_first}
+
+    def phase_switch(self, res):
+        """Successive rounds, the second already buffered when the first ends."""
+        L, packets, send, packet = self.L, self.packets, self.send, self.packet
+        A_ports, B_ports = self.A_ports, self.B_ports
+        detail = {}
+        n0 = len(packets(0))
+        yield from self.round_of(0, pk.VC_DP, A_ports, L)
+        yield from self.round_of(0, pk.VC_DP, A_ports, L)
+        yield from self.wait_packets(0, n0 + 2)
+        p0 = packets(0)
+        detail["same_phase"] = p0[n0 + 1][1] - p0[n0][0]
+        yield from wait(20)
+        nA, nB = len(packets(A_ports[0])), len(packets(B_ports[0]))
+        for p in B_ports + A_ports:
+            yield from send(p, packet(p, 0 if p in A_ports else 1, pk.VC_DP, L))
+        yield from self.wait_packets(A_ports[0], nA + 1)
+        yield from self.wait_packets(B_ports[0], nB + 1)
+        pa, pb = packets(A_ports[0])[nA], packets(B_ports[0])[nB]
+        first, second = (pa, pb) if pa[1] < pb[1] else (pb, pa)
+        detail["new_phase_same_vc"] = second[1] - first[0]
+        yield from wait(20)
+        n0 = len(packets(0))
+        for p in self.C_ports:
+            yield from send(p, packet(p, 2, pk.VC_MP, L))
+        for p in A_ports:
+            yield from send(p, packet(p, 0, pk.VC_DP, L))
+        yield from self.wait_packets(0, n0 + 2)
+        p0 = packets(0)
+        detail["new_vc"] = p0[n0 + 1][1] - p0[n0][0]
+        if p0[n0][2].header.vc != pk.VC_MP:
+            self.w.fail("MP round did not go first")
+        res["phase_switch_detail"] = detail
+        res["phase_switch_cycles"] = detail["new_phase_same_vc"]
+        yield from wait(20)
+
+    def preemption(self, res):
+        """DP phase 0 streams on the low ports; MP rounds of phase 3 (high ports, 1 data flit)
+        become complete at random times and wait for the DP packet in flight."""
+        w, L, packets, packet = self.w, self.L, self.packets, self.packet
+        B_ports = self.B_ports
+        n_pre = self.cfg.get("preemptions", 10)
+        stop = {"dp": False}
+
+        def dp_feeder(p):
+            while not stop["dp"]:
+                yield from self.send(p, packet(p, 0, pk.VC_DP, L))
+                while w.busy(p):
+                    yield
+
+        def mp_count():
+            return len([x for x in packets(B_ports[0]) if x[2].header.vc == pk.VC_MP])
+
+        n_mp0 = mp_count()
+        for p in self.A_ports:
+            w.spawn(dp_feeder(p))
+        yield from wait(60)
+        samples, c_samples = [], []
+        for k in range(n_pre):
+            yield from wait(self.rng.randint(1, 3 * (L + 2)))
+            ends = {}
+            for p in B_ports:
+                ends[p] = yield from self.send_at(p, packet(p, 3, pk.VC_MP, 1))
+            t_head, t_ready = yield from self.done(ends)
+            while mp_count() < n_mp0 + k + 1:
+                yield
+            t_hdr = [x for x in packets(B_ports[0]) if x[2].header.vc == pk.VC_MP][n_mp0 + k][1]
+            samples.append(t_hdr - t_ready)
+            c_samples.append(t_hdr - t_head)
+        stop["dp"] = True
+        res["preemption_cycles"] = _stats(samples)
+        res["cut_through_cycles"]["preemption"] = _stats(c_samples)
+        yield from wait(100)
+
+
+def _stats(samples):
+    return {"min": min(samples), "max": max(samples), "mean": round(sum(samples) / len(samples), 2),
+            "samples": len(samples)}
+
+
+# -- the stress scenario -------------------------------------------------------------------------
+def stress(w: SwitchWorld):
+    """(generator) The ``stress`` scenario (module docstring); sets ``world.result`` to
+    ``{"cycles", "rounds", "worst_round", "peak"}``."""
+    cfg, rng = w.cfg, w.rng
+    phases = phases_from_json(cfg["phases"])
+    model = SwitchModel(w.P, cfg["middle"], cfg["lanes"], cfg["dtype"], phases, fabric=cfg["fabric"],
+                        max_len=cfg["max_len"])
+    offered = make_traffic(w.P, phases, rng, rounds=cfg["rounds"], flit_bits=w.flit_bits,
+                           max_len=cfg["max_len"], ctrl_rate=cfg.get("ctrl_rate", 0.0),
+                           bad_rate=cfg.get("bad_rate", 0.0), online_rate=cfg.get("online_rate", 0.0))
+    exp = model.expected(offered)
+    w.grant_all()
+    done = [False] * w.P
+    items_sent = [[] for _ in range(w.P)]
+    for p in range(w.P):
+        w.spawn(_source(w, p, offered[p].items, random.Random(rng.random()), done, items_sent[p]))
+    want = exp.flits()
+    quiet, seen, bound = 0, -1, cfg.get("bound", 10_000)
+    while any(len(w.beats[q]) < want.get(q, 0) for q in range(w.P)) or not all(done):
+        yield
+        now = sum(len(b) for b in w.beats)
+        quiet = quiet + 1 if now == seen and all(done) else 0
+        seen = now
+        if quiet > bound:
+            break                               # flits lost: the count check says so
+    yield from wait(60 + 4 * w.P)               # anything extra would show up now
+    got_times = check_outputs(w, exp, want)
+    worst = _worst_round(w, exp, got_times, items_sent, bound)
+    w.result = {"cycles": w.now, "rounds": len(w.events), "worst_round": worst, "peak": w.peaks()}
+    if w.trace:
+        w.result["trace"] = w.trace
+    w.finished = True
+
+
+def _source(w, p, items, rng, done, items_sent):
+    """Port ``p``'s source: after a random skew, whole packets in per-VC order, a random VC
+    among those whose next packet has credits."""
+    queues = defaultdict(deque)
+    for k, (_, words, _) in enumerate(items):
+        queues[(words[0] >> 4) & 3].append((k, words))
+    yield from wait(rng.randint(0, w.cfg.get("skew", 0)))
+    while any(queues.values()):
+        yield
+        if w.busy(p):
+            continue
+        choices = [vc for vc, q in sorted(queues.items())
+                   if q and w.src_credits[p][vc] >= len(q[0][1])]
+        if not choices:
+            continue
+        vc = rng.choice(choices)
+        k, words = queues[vc].popleft()
+        yield from w.send_credited(p, words)
+        items_sent.append((k, len(words)))
+    while w.busy(p):
+        yield
+    done[p] = True
+
+
+def _worst_round(w, exp, got_times, items_sent, bound) -> int:
+    ends = []
+    for p in range(w.P):
+        out, pos = {}, 0
+        for k, n in items_sent[p]:
+            pos += n
+            out[k] = w.sent[p][pos - 1][0]
+        ends.append(out)
+    worst = 0
+    for (idx, k), r in exp.rounds.items():
+        t_in = max(ends[p][i] for p, i in r["inputs"].items())
+        for q in r["outputs"]:
+            t_out = got_times[(q, idx)][k][1]
+            worst = max(worst, t_out - t_in)
+            if t_out - t_in > bound:
+                w.fail(f"phase {idx} round {k} at output {q}: {t_out - t_in} cycles > bound {bound}")
+    return worst
+
+
+
+def make_world(cfg, seed) -> SwitchWorld:
+    """The world of ``cfg["scenario"]`` with its scenario task spawned."""
+    w = SwitchWorld(cfg, random.Random(seed))
+    scenario = cfg.get("scenario")
+    if scenario == "measure":
+        w.grant_all()
+        w.spawn(Measurement(w).run())
+    elif scenario == "stress":
+        w.spawn(stress(w))
+    else:
+        raise ValueError(f"unknown lockstep scenario {scenario!r}; known: measure, stress")
+    return w
+
+
+def run_compiled(m, cfg, seed) -> dict:
+    """Run ``cfg``'s scenario on a compiled switch ``m`` (:class:`fred.sim.compiled.loader.
+    CompiledSwitch`); the world's result."""
+    w = make_world(cfg, seed)
+    P = w.P
+    inv, outv, ino, outo = m.inv, m.outv, m.ino, m.outo
+    inv[:] = 0
+    for rst, word in reset_sequence(cfg["cfg_words"]):
+        m.set("rst", rst)
+        m.set("cfg__valid", word is not None)
+        if word is not None:
+            m.set("cfg__payload", word)
+        m.cycle()
+    iv = [ino[f"i__{p}__valid"][0] for p in range(P)]
+    ordy = [ino[f"o__{p}__ready"][0] for p in range(P)]
+    ci = [ino[f"credit_i__{p}"][0] for p in range(P)]
+    ir = [outo[f"i__{p}__ready"][0] for p in range(P)]
+    ov = [outo[f"o__{p}__valid"][0] for p in range(P)]
+    co = [outo[f"credit_o__{p}"][0] for p in range(P)]
+    st = {k: outo[k][0] for k in STATUS}
+    ip = [f"i__{p}__payload" for p in range(P)]
+    op = [f"o__{p}__payload" for p in range(P)]
+    limit = cfg.get("max_cycles", 200_000)
+    while not w.finished:
+        valid, words, ready, credit = w.drive()
+        for p in range(P):
+            inv[iv[p]] = valid[p]
+            if words[p] is not None:
+                m.set(ip[p], words[p])
+            inv[ordy[p]] = ready[p]
+            inv[ci[p]] = credit[p]
+        m.cycle()
+        w.observe([int(outv[i]) for i in ir], [int(outv[i]) for i in ov], lambda q: m.get(op[q]),
+                  [int(outv[i]) for i in co], {k: int(outv[i]) for k, i in st.items()})
+        if w.now > limit:
+            w.fail(f"watchdog: {cfg.get('scenario')} still running after {limit} cycles (hang?)")
+    return w.result
