@@ -103,7 +103,9 @@ def test_switch_soak_catches_a_wrong_header():
 
 
 @pytest.mark.skipif(not REGRESS, reason="make regress")
-@pytest.mark.parametrize("fault,needle", [("prio-reversed", "was ready"), ("credit-twice", "credit|flits")])
+# credit-twice: the sources then overfill the buffer and the switch stalls; the replay has no
+# per-cycle credit check (the lockstep and cocotb benches have), its watchdog ends the batch
+@pytest.mark.parametrize("fault,needle", [("prio-reversed", "was ready"), ("credit-twice", "a hang")])
 def test_switch_soak_catches_broken_switches(fault, needle):
     m, sw = _switch(fault)
     with pytest.raises(BenchFailure, match=needle):
