@@ -30,8 +30,10 @@ all: run
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "[setup] installing fred and its pinned dependencies into $(VENV)"
-	@$(PY) -m pip install --quiet --upgrade "pip>=23" "setuptools>=64" wheel
-	@$(PY) -m pip install --quiet -e .
+	@# -qq: errors only (this machine's pip configuration may add index warnings); PYTHONWARNINGS:
+	@# setuptools' note that an editable install uses a meta path finder is information, not a problem
+	@PYTHONWARNINGS=ignore $(PY) -m pip install -qq --upgrade "pip>=23" "setuptools>=64" wheel
+	@PYTHONWARNINGS=ignore $(PY) -m pip install -qq -e .
 	@touch $@
 
 venv: $(STAMP)

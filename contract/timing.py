@@ -322,16 +322,20 @@ def _link_faults(sec, path) -> None:
     pts = _need(sec, "points", list, w, path)
     if not pts:
         raise TimingFileError(f"timing file {path}: field {w}points is empty; {_fix(path)}")
-    last = -1.0
+    last, prev = -1.0, None
     for k, pt in enumerate(pts):
         where = f"{w}points[{k}]."
         rate = _num(pt, "rate_per_flit", where, path, high=1.0)
-        _num(pt, "goodput", where, path, positive=True, high=2.0)
+        good = _num(pt, "goodput", where, path, positive=True, high=1.0)   # a share of the fault-free rate
         _num(pt, "retransmissions", where, path)
         if rate <= last:
             raise TimingFileError(f"timing file {path}: {where}rate_per_flit = {rate!r} does not "
                                   f"increase; {_fix(path)}")
-        last = rate
+        if prev is not None and good > prev[1]:
+            raise TimingFileError(f"timing file {path}: {where}goodput = {good!r} at rate_per_flit {rate!r} is "
+                                  f"above the {prev[1]!r} at {prev[0]!r} ({w}points[{k - 1}]): goodput cannot rise "
+                                  f"with the fault rate; {_fix(path)}")
+        last, prev = rate, (rate, good)
 
 
 def load_timing(path=None) -> TimingFile:

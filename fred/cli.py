@@ -57,7 +57,16 @@ class Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         self._given = {}
+        self._appended = {}
         return super().parse_known_args(args, namespace)
+
+    def _parse_optional(self, arg_string):
+        # a value that starts like a negative number ('-1GiB', '-1>0', '-.5', '-inf') is a value,
+        # not an unknown option: the option it follows then names it ('expected one argument'
+        # otherwise); argparse itself only takes plain negative numbers ('-1', '-.5') so
+        if _NEGATIVE.match(arg_string) and arg_string not in self._option_string_actions:
+            return None
+        return super()._parse_optional(arg_string)
 
     def _get_values(self, action, arg_strings):
         if action.option_strings and not _repeatable(action):
@@ -70,10 +79,21 @@ class Parser(argparse.ArgumentParser):
             given[id(action)] = list(arg_strings)
             if action.nargs is None and list(arg_strings) == ["--"]:
                 self.error(f"{opt} '--' is not a value")
+        if action.option_strings and isinstance(action, argparse._AppendAction):
+            # a value collected twice (the same --trace file, the same --flow) would run twice
+            opt = max(action.option_strings, key=len)
+            seen = getattr(self, "_appended", {}).setdefault(id(action), [])
+            if list(arg_strings) in seen:
+                self.error(f"{opt} {_shown(list(arg_strings))} given twice; give it once")
+            seen.append(list(arg_strings))
         return super()._get_values(action, arg_strings)
 
     def error(self, message):  # one line, exit 2, like every other fred error
         self.exit(2, f"fred: error: {shorten_words(_tidy(message))}\n")
+
+
+#: what starts a negative number as typed (digits, a point, or inf / nan), see Parser._parse_optional
+_NEGATIVE = re.compile(r"-(?:\.?[0-9]|(?:inf|infinity|nan)$)", re.I)
 
 
 def _repeatable(action) -> bool:
@@ -162,6 +182,9 @@ def _help_parser(parser, argv):
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    if argv[:1] == ["--version"] and len(argv) > 1:   # argparse prints the version and ignores the rest
+        print(f"fred: error: --version takes nothing after it, got {_shown(argv[1:])}", file=sys.stderr)
+        return 2
     parser = build_parser(only=_selected(argv))
     try:
         args = parser.parse_args(argv)
@@ -180,9 +203,22 @@ def main(argv=None) -> int:
         print(f"fred: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        _silence_leftovers()
         print("fred: interrupted", file=sys.stderr)
         return 130
     return int(rc or 0)
+
+
+def _silence_leftovers():
+    """After an interrupt: no warnings about objects the interrupted work left behind (Amaranth
+    warns at exit about every design element created but never elaborated; it does the same
+    itself after an uncaught exception)."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    unused = sys.modules.get("amaranth._unused")
+    if unused is not None:
+        unused.MustUse._MustUse__silence = True
 
 
 def _silence_stdout():

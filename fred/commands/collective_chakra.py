@@ -14,8 +14,13 @@ def check(args) -> None:
     """Rules across options for --chakra (before any work)."""
     from .options import refuse_unused
 
+    import os
+
     if not args.network:
         raise ValueError("--chakra needs --network FILE.yml (the network to run the trace on)")
+    if os.path.exists(args.chakra) and not os.path.isdir(args.chakra):
+        raise ValueError(f"--chakra {args.chakra!r} is a file, not a directory (give the directory that holds the "
+                         f"<name>.<npu>.et files)")
     for opt in _TRACE_GIVES:
         refuse_unused(opt, getattr(args, opt[2:].replace("-", "_")), "does not apply with --chakra (the trace gives it)")
 

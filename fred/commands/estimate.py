@@ -42,6 +42,13 @@ def _memory(text):
     return check_choice("--memory", text, CHOICES)
 
 
+def _memory_choice(text):
+    from fred.contract.checks import check_choice
+    from fred.model.training import MEMORY_CHOICES
+
+    return check_choice("--memory-choice", text, MEMORY_CHOICES)
+
+
 def add_hardware_arguments(p):
     from fred.model.workload import DEFAULT_NPU, NPU_PRESETS, UTILISATION
     from fred.model.workload import CHOICES, DEFAULT_POLICY
@@ -65,6 +72,10 @@ def add_hardware_arguments(p):
     g.add_argument("--memory", type=choice("--memory", _memory), metavar="POLICY", default=None,
                    help=f"what to do when activations do not fit in HBM: {'|'.join(CHOICES)} (default {DEFAULT_POLICY}: "
                         "the cheapest policy that fits; none: refuse what does not fit)")
+    g.add_argument("--memory-choice", type=choice("--memory-choice", _memory_choice), metavar="HOW", default=None,
+                   help="whose cheapest policy --memory auto takes in a comparison: shared (default: the mesh's, "
+                        "run on every fabric, so the fabrics differ only in the network) or per-fabric (each "
+                        "fabric its own; marked in the output)")
     g.add_argument("--npu-bw", type=number("--npu-bw", MIN_RATE, MAX_TBPS), metavar="TBPS",
                    help=f"NPU network bandwidth per direction, TB/s ({MIN_RATE:g}..{MAX_TBPS:g}; default 3)")
     g.add_argument("--mesh-link-bw", type=number("--mesh-link-bw", MIN_RATE, MAX_GBPS), metavar="GBPS",
@@ -74,9 +85,7 @@ def add_hardware_arguments(p):
     g.add_argument("--link-latency-ns", type=number("--link-latency-ns", 0, MAX_LATENCY_NS), metavar="NS",
                    help=f"wafer link latency, ns (0..{MAX_LATENCY_NS:g}; default 20)")
     g.add_argument("--bit-error-rate", type=number("--bit-error-rate", 0, MAX_BER), metavar="BER",
-                   help=f"bit-error rate of every wafer link (0..{MAX_BER:g}; default: error-free): "
-                        f"links are derated by the Go-Back-N goodput measured on the switch RTL "
-                        f"(the timing file's link_faults curve, which bounds the rate)")
+                   help=bit_error_help("every wafer link"))
     g.add_argument("--timing", type=name("--timing"), metavar="FILE", default=None,
                    help="switch timing from a `fred characterize` timing file ('default': the embedded one, "
                         "also the default)")
@@ -125,6 +134,22 @@ def wafer_options(args) -> dict:
         refuse_unused("--off-wafer", off.name if off is not None else None, "needs --wafers 2 or more")
         return {}
     return {"wafers": w, "off_wafer": off}
+
+
+def bit_error_help(what: str) -> str:
+    """The --bit-error-rate help: the range the embedded timing default's measured goodput curve
+    covers (computed; another --timing file's curve sets its own reach)."""
+    from fred.model.system import max_bit_error_rate
+    from fred.model.system import default_params, data_packet_flits, wire_bits
+
+    p = default_params()
+    curve = p.switch.fault_curve
+    reach = (f"0..{max_bit_error_rate(curve, wire_bits(p.flit_bytes), data_packet_flits(p.packet_bytes, p.flit_bytes)):.3g}"
+             f" with the embedded timing default, the reach of its measured goodput curve; a --timing file's "
+             f"curve sets its own" if curve else "the embedded timing default has no measured goodput curve: "
+             "give a --timing file of schema 4")
+    return (f"bit-error rate of {what} ({reach}; default: error-free): links are derated by the Go-Back-N goodput "
+            f"measured on the switch RTL")
 
 
 def hardware_from_args(args):
@@ -182,6 +207,11 @@ def hardware_from_args(args):
     if hasattr(args, "memory"):
         from fred.model.workload import DEFAULT_POLICY, check_policy
         gran["memory"] = check_policy(args.memory or DEFAULT_POLICY)
+    if getattr(args, "memory_choice", None) is not None:
+        if gran.get("memory", "auto") != "auto":
+            raise ValueError(f"--memory-choice {args.memory_choice} applies to --memory auto only: --memory "
+                             f"{gran['memory']} is one policy on every fabric already")
+        gran["memory_choice"] = args.memory_choice
     for opt, key in (("granularity", "granularity"), ("stream_steps", "stream_steps")):
         v = getattr(args, opt, None)
         if v is not None:
@@ -271,9 +301,27 @@ def _fmt_ms(x):
     return f"{x * 1e3:10.3f}"
 
 
-def memory_cell(e) -> str:
-    """``policy before->after`` in GB per NPU, e.g. ``sel+off 129->80``."""
-    return f"{POLICY_SHORT.get(e.memory_policy, e.memory_policy)} {e.memory_before / 1e9:.0f}->{e.memory_per_npu / 1e9:.0f}"
+def memory_cell(e, mesh_policy=None) -> str:
+    """``policy before->after`` in GB per NPU, e.g. ``sel+off 129->80``; with ``mesh_policy`` (the
+    mesh's in the same comparison) a policy that differs from it is marked ``(own)``."""
+    own = " (own)" if mesh_policy is not None and e.memory_policy != mesh_policy else ""
+    return (f"{POLICY_SHORT.get(e.memory_policy, e.memory_policy)} {e.memory_before / 1e9:.0f}->"
+            f"{e.memory_per_npu / 1e9:.0f}{own}")
+
+
+def memory_line(estimates) -> list:
+    """The line saying how the memory policy of the comparison was chosen (none without estimates)."""
+    choices = {e.memory_choice for e in estimates}
+    if not choices:
+        return []
+    if choices == {"requested"}:
+        return [f"memory: the requested policy ({', '.join(sorted({e.memory_policy for e in estimates}))}) on every "
+                "fabric"]
+    if "per-fabric" in choices:
+        return ["memory: each fabric picks its own cheapest fitting policy (--memory-choice per-fabric), so a row "
+                "may differ from the mesh's in memory policy as well as in network; '(own)' marks those that do"]
+    return ["memory: one policy per workload and strategy on every fabric: the cheapest that fits on the mesh "
+            "(by simulation; --memory-choice per-fabric lets each fabric pick its own)"]
 
 
 def npu_line(npu) -> str:
@@ -286,12 +334,19 @@ def npu_line(npu) -> str:
 
 def format_table(rows, timing_source, npu=None) -> str:
     from fred.model.system import variant
+    from fred.model.training import PAPER_BAND
 
     out = [f"switch timing: {timing_source}"]
     if npu is not None:
         out.append(npu_line(npu))
-    out.append("times in ms per iteration; exposed communication on the critical path; speedup = mesh / fabric; "
-               "memory = policy and GB per NPU with all activations in HBM -> as run")
+    out.append("times in ms per iteration; compute = compute on the critical path (pipeline fill and drain included), "
+               "which with the exposed communication makes the iteration; speedup = mesh / fabric; memory = policy "
+               "and GB per NPU with all activations in HBM -> as run")
+    if any(e.paper_speedup for e in rows):
+        out.append("paper = the paper's speedup for that cell (Fig. 10, FRED-SPEC §7), on an NPU the paper does not "
+                   "specify; `fred scan` (and the end of `make run`) finds the NPU speed at which the model comes within "
+                   f"{PAPER_BAND:.0%} of it")
+    out += memory_line(rows)
     cols = COLS + (("inter_wafer",) if any(getattr(e, "wafers", 1) > 1 for e in rows) else ())
     for w in sorted({(e.wafers, e.off_wafer) for e in rows if getattr(e, "wafers", 1) > 1}):
         out.append(f"wafers: {w[0]}, data parallel across wafers on the off-wafer network {w[1]}; "
@@ -300,12 +355,14 @@ def format_table(rows, timing_source, npu=None) -> str:
            + f" {'speedup':>8} {'paper':>6}  memory")
     out.append(hdr)
     out.append("-" * len(hdr))
+    mesh_policy = {(e.workload, e.strategy): e.memory_policy for e in rows if e.fabric == "mesh"}
     for e in rows:
-        vals = [e.compute_time] + [e.exposed.get(c, 0.0) for c in cols[1:]]
+        vals = [e.critical_path_compute] + [e.exposed.get(c, 0.0) for c in cols[1:]]
         paper = f"{e.paper_speedup:6.2f}" if e.paper_speedup else f"{'':6}"
         sp = f"{e.speedup:8.3f}" if e.speedup is not None else f"{'':8}"
         out.append(f"{e.workload:16} {variant(e.fabric).display:7} {e.strategy:18} {_fmt_ms(e.iteration_time)} "
-                   + " ".join(_fmt_ms(v) for v in vals) + f" {sp} {paper}  {memory_cell(e)}")
+                   + " ".join(_fmt_ms(v) for v in vals) + f" {sp} {paper}  "
+                   + memory_cell(e, mesh_policy.get((e.workload, e.strategy))))
     notes = sorted({f"{e.workload}: {n}" for e in rows for n in e.notes})
     for n in notes:
         out.append(f"note: {n}")
@@ -318,7 +375,7 @@ _NOT_FOR_TRACES = (("workload", "--workload"), ("microbatches", "--microbatches"
                    ("mode", "--mode"), ("plot", "--plot"), ("tflops", "--tflops"), ("utilisation", "--utilisation"),
                    ("hbm_bw", "--hbm-bw"), ("hbm_gb", "--hbm-gb"), ("granularity", "--granularity"),
                    ("stream_steps", "--stream-steps"), ("npu", "--npu"), ("memory", "--memory"),
-                   ("wafers", "--wafers"), ("off_wafer", "--off-wafer"))
+                   ("wafers", "--wafers"), ("off_wafer", "--off-wafer"), ("memory_choice", "--memory-choice"))
 
 
 def format_trace_table(rows, timing_source) -> str:
@@ -349,9 +406,9 @@ def format_trace_table(rows, timing_source) -> str:
 
 #: Estimate.to_dict() key -> JSON key (units in the names); other keys pass through unchanged
 _UNITS = {"iteration_time": "iteration_time_s", "compute_time": "compute_time_s",
-          "compute_busy": "compute_busy_s", "exposed": "exposed_s", "comm_busy": "comm_busy_s",
+          "critical_path_compute": "critical_path_compute_s", "exposed": "exposed_s", "comm_busy": "comm_busy_s",
           "memory_per_npu": "memory_per_npu_bytes", "sim_seconds": "sim_wall_s",
-          "exposed_comm": "exposed_comm_s", "pipeline_bubble": "pipeline_bubble_s",
+          "exposed_comm": "exposed_comm_s", "pipeline_bubble": "pipeline_bubble_s", "beyond_compute": "beyond_compute_s",
           "timing_source": "switch_timing_source", "memory_before": "memory_before_bytes",
           "memory_states": "memory_states_bytes", "offload_bytes": "offload_bytes",
           "recompute_time": "recompute_time_s", "hbm_capacity": "hbm_capacity_bytes",
@@ -360,7 +417,11 @@ _UNITS = {"iteration_time": "iteration_time_s", "compute_time": "compute_time_s"
 
 def estimate_result(e) -> dict:
     """One estimate (or trace estimate) as a JSON result (units in the key names)."""
-    return {_UNITS.get(k, k): v for k, v in e.to_dict().items()}
+    d = e.to_dict()
+    if "compute_busy" in d:     # a trace estimate: one meaning of compute_time_s in every JSON (busy compute)
+        d["critical_path_compute"] = d["compute_time"]
+        d["compute_time"] = d.pop("compute_busy")
+    return {_UNITS.get(k, k): v for k, v in d.items()}
 
 
 def npu_json(npu) -> dict:
@@ -387,9 +448,17 @@ def _run_trace(args):
 
     from .options import refuse_unused
 
+    import os
+
     for attr, opt in _NOT_FOR_TRACES:
         refuse_unused(opt, getattr(args, attr, None), "does not apply to --trace (the trace gives the layers and "
                                                       "their compute times; --trace-clock-ghz sets its clock)")
+    seen = {}
+    for t in args.trace:     # one file under two spellings would run twice (the parser refuses one spelling)
+        key = os.path.realpath(t)
+        if key in seen:
+            raise ValueError(f"--trace {t!r} is the file {seen[key]!r} again; give each trace once")
+        seen[key] = t
     params, _, _ = hardware_from_args(args)
     clock = DEFAULT_CLOCK_GHZ if args.trace_clock_ghz is None else args.trace_clock_ghz
     rows = trace_table(args.trace, args.fabric, args.strategy, clock, header=args.trace_header, params=params)
@@ -452,6 +521,7 @@ def run(args):
 
         print(dumps(document("estimate", [estimate_result(e) for e in rows], switch_timing_source=source,
                              npu=npu_json(npu), memory_policy_requested=gran.get("memory"),
+                             memory_choice=gran.get("memory_choice", "shared") if gran.get("memory") == "auto" else None,
                              fabrics=[f for f in ALL_FABRICS if f in fabrics])))
     else:
         print(links_line(params) + format_table(rows, source, npu))

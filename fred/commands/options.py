@@ -21,7 +21,7 @@ import re
 
 from fred.contract.checks import check_bytes, check_int, check_name, check_number
 
-__all__ = ["integer", "number", "size", "name", "choice", "ListOption", "parse_size",
+__all__ = ["integer", "number", "Typed", "size", "name", "choice", "ListOption", "parse_size",
            "refuse_unused", "shown", "SIZE_UNITS", "MAX_BYTES"]
 
 #: size suffixes (case-insensitive): SI (k, M, G, T = 1e3..1e12) and binary (KiB..TiB)
@@ -88,11 +88,34 @@ def integer(option: str, low: int | None = None, high: int | None = None, why: s
                  "integer", low, high)
 
 
+class Typed(float):
+    """A number from the command line that prints as it was typed (``5``, ``1e-7``; not ``5.0``,
+    ``1e-07``): ``str``, ``repr`` and the ``g`` and empty format specs give the text, so a refusal
+    made after parsing names the value the user gave. Arithmetic gives plain floats."""
+
+    def __new__(cls, value, text):
+        self = super().__new__(cls, value)
+        self.text = str(text).strip()
+        return self
+
+    def __repr__(self):
+        return self.text
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        return self.text if spec in ("", "g") else super().__format__(spec)
+
+    def __reduce__(self):
+        return (Typed, (float(self), self.text))
+
+
 def number(option: str, low: float | None = None, high: float | None = None, why: str | None = None,
            low_open: bool = False):
-    """Finite real number with ``low <= value <= high`` (``low < value`` with ``low_open``)."""
-    return _Type(option, lambda t: check_number(option, _parse_float(option, t), low, high, why, low_open,
-                                                t.strip()),
+    """Finite real number with ``low <= value <= high`` (``low < value`` with ``low_open``), as a
+    :class:`Typed` float."""
+    return _Type(option, lambda t: Typed(check_number(option, _parse_float(option, t), low, high, why, low_open,
+                                                      t.strip()), t),
                  "number", low, high, low_open)
 
 
@@ -146,6 +169,8 @@ def choice(option: str, canonical):
         try:
             return canonical(t)
         except (ValueError, FredError) as exc:
+            if "," in str(t):   # a list where one name goes (options taking several use ListOption)
+                raise ValueError(f"{option} takes one name, not a list: {shown(t)}") from None
             msg = str(exc)
             raise ValueError(msg if msg.startswith(option) else f"{option}: {msg}") from None
     return _Type(option, convert, "choice")

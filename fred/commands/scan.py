@@ -118,7 +118,10 @@ def format_crossover(r) -> list:
     out += [hdr, "-" * len(hdr)]
     by = {}
     for x in r.crossovers:
-        by.setdefault((x.workload, x.fabric, x.samples), []).append(x)
+        if x.max_saving is not None:          # a configuration that never ran has no row
+            by.setdefault((x.workload, x.fabric, x.samples), []).append(x)
+    if not by:
+        return []
     for (w, f, s), xs in by.items():
         cols = []
         for x in xs:
@@ -175,14 +178,31 @@ def format_detail(r) -> list:
     return out
 
 
-def format_scan(r, run_info="", detail=False) -> str:
-    parts = [format_header(r, run_info), [""], format_paper_cells(r), [""], format_crossover(r), [""],
-             format_speedups(r)]
+MEMORY_LINES = {
+    "shared": "memory: at every point each fabric runs the policy the mesh picks there (the cheapest that fits, by "
+              "simulation; --memory-choice per-fabric lets each fabric pick its own)",
+    "per-fabric": "memory: at every point each fabric picks its own cheapest fitting policy (--memory-choice "
+                  "per-fabric): a speedup may come from the memory policy as well as from the network",
+}
+
+
+def format_scan(r, run_info="", detail=False, memory_choice=None) -> str:
+    """The scan as text: its sections one blank line apart; a section with nothing to show is
+    left out (no header without rows). ``memory_choice``: how ``--memory auto`` chose (a line
+    says so; None: a requested policy)."""
+    head = format_header(r, run_info) + ([MEMORY_LINES[memory_choice]] if memory_choice else [])
+    parts = [head, format_paper_cells(r), format_crossover(r), format_speedups(r)]
     if detail:
         parts.append(format_detail(r))
     notes = sorted({f"{p.workload}: {n}" for p in r.points.values() for n in p.notes})
     parts.append([f"note: {n}" for n in notes])
-    return "\n".join(line for part in parts for line in part).rstrip() + "\n"
+    blocks = []
+    for part in parts:
+        while part and not part[-1].strip():
+            part = part[:-1]
+        if part:
+            blocks.append("\n".join(part))
+    return "\n\n".join(blocks) + "\n"
 
 
 # ---- run ---------------------------------------------------------------------------------------
@@ -212,6 +232,7 @@ def run(args):
         opts["microbatches"] = args.microbatches
     if args.mode:
         opts["mode"] = args.mode
+    memory_choice = opts.get("memory_choice", "shared") if opts.get("memory", "auto") == "auto" else None
     runner = runner_from_args(args)
     t0 = time.perf_counter()
     with runner:
@@ -226,10 +247,11 @@ def run(args):
         from .jsonout import dumps
 
         doc = to_json(r)
+        doc["memory_choice"] = memory_choice
         doc["run"] = {"executor": runner.describe(), "wall_s": round(wall, 1)}
         print(dumps(doc))
     else:
-        print(format_scan(r, run_info, args.detail), end="")
+        print(format_scan(r, run_info, args.detail, memory_choice), end="")
         if args.plot:
             print(f"plot: {args.plot}")
     return 0

@@ -55,12 +55,16 @@ def sweep(workload="transformer-17b", fabrics=("mesh", "fred-d"), rule=40, *, pa
           sim_options=None, map_fn=None):
     """Every strategy x fabric. Returns a list of dicts: strategy, fabric, estimate (or None and
     ``error`` when the strategy fits in HBM under no allowed memory policy, see
-    :mod:`fred.model.workload.memory`; ``sim_options`` may hold ``memory``). The estimates are independent
-    jobs, run by ``map_fn(fn, jobs, desc=..., label=...)`` (default: one after another in this
-    process; the CLI passes :meth:`fred.jobs.JobRunner.map`); the result is the same either way."""
+    :mod:`fred.model.workload.memory`; ``sim_options`` may hold ``memory`` and ``memory_choice``). The mesh
+    is always simulated (the reference). With the shared memory choice (the default) the mesh's
+    estimates run first and every other fabric then runs, per strategy, the memory policy the
+    mesh picked. The estimates are independent jobs, run by ``map_fn(fn, jobs, desc=...,
+    label=...)`` (default: one after another in this process; the CLI passes
+    :meth:`fred.jobs.JobRunner.map`); the result is the same either way."""
     from fred import FredError
 
     from fred.model.training import resolve_fabrics
+    from fred.model.workload import DEFAULT_POLICY
     from fred.model.collectives import all_strategies
     from fred.model.system import default_params
     from fred.model.workload import load_workload, sweep_microbatches
@@ -72,15 +76,31 @@ def sweep(workload="transformer-17b", fabrics=("mesh", "fred-d"), rule=40, *, pa
         w = w.with_mode(mode)
     p = params or default_params()
     fl = resolve_fabrics(fabrics)
-    kw = tuple(sorted((sim_options or {}).items()))
-    jobs = []
+    fl = ["mesh"] + [f for f in fl if f != "mesh"]
+    opts = dict(sim_options or {})
+    shared = (opts.get("memory", DEFAULT_POLICY) == "auto" and opts.get("memory_choice", "shared") == "shared")
+    kw = tuple(sorted(opts.items()))
+    plan = []
     for abc in all_strategies(p.npus):
         m = sweep_microbatches(w, abc[2], rule) if (abc[2] > 1 or w.mode == "weight-streaming") else 1
-        jobs += [(w, f, abc, m, rule, p, npu, kw) for f in fl]
-    if map_fn is None:
-        out = [sweep_job(j) for j in jobs]
+        plan.append((abc, m))
+    run = map_fn or (lambda fn, jobs, desc=None, label=None: [fn(j) for j in jobs])
+    desc = f"fred sweep {w.name}"
+    if shared:
+        # the reference first: its memory policy per strategy is every fabric's
+        mesh = run(sweep_job, [(w, "mesh", abc, m, rule, p, npu, kw) for abc, m in plan], desc=desc + " (mesh)",
+                   label=_job_label)
+        jobs = []
+        for (abc, m), r in zip(plan, mesh):
+            ref = () if r["estimate"] is None else (("reference_memory", r["estimate"].memory_policy),)
+            jobs += [(w, f, abc, m, rule, p, npu, tuple(sorted(kw + ref))) for f in fl[1:]]
+        rest = iter(run(sweep_job, jobs, desc=desc, label=_job_label) if jobs else [])
+        out = []
+        for r in mesh:
+            out += [r] + [next(rest) for _ in fl[1:]]
     else:
-        out = map_fn(sweep_job, jobs, desc=f"fred sweep {w.name}", label=_job_label)
+        out = run(sweep_job, [(w, f, abc, m, rule, p, npu, kw) for abc, m in plan for f in fl], desc=desc,
+                  label=_job_label)
     # speedup of each fabric over the mesh for the same strategy
     for r in out:
         e = r["estimate"]
@@ -93,9 +113,20 @@ def sweep(workload="transformer-17b", fabrics=("mesh", "fred-d"), rule=40, *, pa
 
 
 def summary(results, fabric="fred-d"):
-    """Averages over the strategies that fit: exposed-communication and training speedups of
-    ``fabric`` over the mesh (the paper's Fig. 11 'Avg.': 4.22x and 1.63x for Transformer-17B),
-    and the best strategy per fabric (time per sample)."""
+    """Over the strategies that fit, ``fabric`` against the mesh (keys name what they are):
+
+    * ``avg_iteration_speedup``: the mean over strategies of mesh / fabric iteration time;
+    * ``exposed_comm_ratio_of_sums``: the mesh's exposed communication summed over the strategies
+      (seconds per iteration) over the fabric's;
+    * ``avg_beyond_compute_per_sample_*`` and their ratio ``avg_beyond_compute_improvement``: per
+      sample, iteration - busy compute (robust where two chains are nearly critical, e.g. offload
+      reloads beside compute, and the critical path's exposed kinds flip from one to the other);
+    * ``avg_exposed_comm_per_sample_*`` and their ratio ``avg_exposed_comm_improvement``, and
+      the same for time per sample (``avg_training_improvement``): the paper's Fig. 11 'Avg.'
+      bars (4.22x and 1.63x for Transformer-17B), per-sample means first, then the ratio;
+    * per fabric, ``fastest_per_sample_<fabric>`` (least iteration time per sample) and
+      ``least_busy_compute_per_sample_<fabric>`` (least busy compute of the busiest NPU per
+      sample: the strategy that computes most efficiently, whatever its communication)."""
     pairs = []
     for r in results:
         if r["fabric"] != fabric or r["estimate"] is None:
@@ -106,9 +137,9 @@ def summary(results, fabric="fred-d"):
             pairs.append((base, r["estimate"]))
     out = {"strategies": len(pairs)}
     if pairs:
-        out["avg_speedup"] = sum(b.iteration_time / f.iteration_time for b, f in pairs) / len(pairs)
+        out["avg_iteration_speedup"] = sum(b.iteration_time / f.iteration_time for b, f in pairs) / len(pairs)
         comm = [(b.exposed_comm, f.exposed_comm) for b, f in pairs]
-        out["exposed_comm_ratio_of_avgs"] = (sum(c[0] for c in comm) / max(1e-30, sum(c[1] for c in comm)))
+        out["exposed_comm_ratio_of_sums"] = (sum(c[0] for c in comm) / max(1e-30, sum(c[1] for c in comm)))
         # paper-style: average (normalised per sample) bars, then the ratio
         out["avg_exposed_comm_per_sample_mesh"] = sum(b.exposed_comm / b.minibatch for b, _ in pairs) / len(pairs)
         out["avg_exposed_comm_per_sample_fabric"] = sum(f.exposed_comm / f.minibatch for _, f in pairs) / len(pairs)
@@ -117,28 +148,38 @@ def summary(results, fabric="fred-d"):
         out["avg_time_per_sample_mesh"] = sum(b.iteration_time / b.minibatch for b, _ in pairs) / len(pairs)
         out["avg_time_per_sample_fabric"] = sum(f.iteration_time / f.minibatch for _, f in pairs) / len(pairs)
         out["avg_training_improvement"] = out["avg_time_per_sample_mesh"] / out["avg_time_per_sample_fabric"]
+        # iteration - busy compute: what the network (and the pipeline) adds, whatever chain is critical
+        out["avg_beyond_compute_per_sample_mesh"] = sum(b.beyond_compute / b.minibatch for b, _ in pairs) / len(pairs)
+        out["avg_beyond_compute_per_sample_fabric"] = sum(f.beyond_compute / f.minibatch for _, f in pairs) / len(pairs)
+        out["avg_beyond_compute_improvement"] = (out["avg_beyond_compute_per_sample_mesh"]
+                                                 / max(1e-30, out["avg_beyond_compute_per_sample_fabric"]))
+        out["slower_than_mesh"] = sum(1 for b, f in pairs if f.iteration_time > b.iteration_time * (1 + 1e-9))
     for fab in sorted({r["fabric"] for r in results}):
         ok = [r for r in results if r["fabric"] == fab and r["estimate"] is not None]
         if ok:
             best = min(ok, key=lambda r: r["estimate"].iteration_time / r["estimate"].minibatch)
-            fastest_compute = min(ok, key=lambda r: r["estimate"].compute_time / r["estimate"].minibatch)
-            out[f"best_{fab}"] = best["strategy"]
-            out[f"least_compute_{fab}"] = fastest_compute["strategy"]
+            least = min(ok, key=lambda r: r["estimate"].compute_time / r["estimate"].minibatch)
+            out[f"fastest_per_sample_{fab}"] = best["strategy"]
+            out[f"least_busy_compute_per_sample_{fab}"] = least["strategy"]
     return out
 
 
 def format_sweep(results, summ, timing_source, workload, rule, npu=None) -> str:
-    from fred.commands.estimate import memory_cell, npu_line
+    from fred.commands.estimate import memory_cell, memory_line, npu_line
     from fred.model.system import variant
 
+    ok = [r["estimate"] for r in results if r["estimate"] is not None]
     lines = [f"switch timing: {timing_source}"] + ([npu_line(npu)] if npu is not None else []) + [
              f"{workload}: every MP x DP x PP = 20 strategy, minibatch = DP x {rule}; times per sample in microseconds; "
-             "other = exposed weight streaming + input + activation offload (+ inter-wafer with --wafers); memory = policy, GB per NPU with all "
-             "activations in HBM -> as run"]
+             "compute = compute on the critical path (pipeline fill and drain included), which with the exposed "
+             "DP, MP, PP and other (weight streaming + input + activation offload, + inter-wafer with --wafers) makes "
+             "the iteration; memory = policy, GB per NPU with all activations in HBM -> as run"] + memory_line(ok)
     hdr = (f"{'strategy':18} {'fabric':7} {'mb':>4} {'iter ms':>10} {'us/sample':>10} {'compute':>9} {'DP':>9} {'MP':>9}"
            f" {'PP':>9} {'other':>8} {'speedup':>8}  memory")
     lines.append(hdr)
     lines.append("-" * len(hdr))
+    mesh_policy = {r["strategy"]: r["estimate"].memory_policy for r in results
+                   if r["fabric"] == "mesh" and r["estimate"] is not None}
     for r in results:
         e = r["estimate"]
         if e is None:
@@ -148,9 +189,9 @@ def format_sweep(results, summ, timing_source, workload, rule, npu=None) -> str:
         other = sum(e.exposed.get(k, 0) for k in ("stream", "input", "offload", "inter_wafer"))
         sp = f"{e.speedup:8.3f}" if e.speedup else f"{'':8}"
         lines.append(f"{e.strategy:18} {variant(e.fabric).display:7} {e.microbatches:4d} {e.iteration_time * 1e3:10.3f} "
-                     f"{per(e.iteration_time):10.2f} {per(e.compute_time):9.2f} {per(e.exposed.get('dp', 0)):9.2f} "
+                     f"{per(e.iteration_time):10.2f} {per(e.critical_path_compute):9.2f} {per(e.exposed.get('dp', 0)):9.2f} "
                      f"{per(e.exposed.get('mp', 0)):9.2f} {per(e.exposed.get('pp', 0)):9.2f} {per(other):8.2f} {sp}"
-                     f"  {memory_cell(e)}")
+                     f"  {memory_cell(e, mesh_policy.get(e.strategy))}")
     bad = sorted({r["strategy"] for r in results if r["estimate"] is None})
     if bad:
         lines.append(f"{len(bad)} strateg{'y' if len(bad) == 1 else 'ies'} fit in HBM under no allowed memory policy "
@@ -158,12 +199,20 @@ def format_sweep(results, summ, timing_source, workload, rule, npu=None) -> str:
     if summ.get("strategies"):
         ref = PAPER_SWEEP.get(workload)
         ref = f" (paper, Fig. 11: {ref[0]}x and {ref[1]}x)" if ref else ""
+        x, t = summ["avg_exposed_comm_improvement"], summ["avg_training_improvement"]
         lines.append(f"average over {summ['strategies']} strategies (Fred-D vs mesh, per sample): exposed communication "
-                     f"{summ['avg_exposed_comm_improvement']:.2f}x lower, training {summ['avg_training_improvement']:.2f}x "
-                     f"faster{ref}")
+                     + (f"{x:.2f}x lower" if x >= 1 else f"{1 / x:.2f}x higher") + ", training "
+                     + (f"{t:.2f}x faster" if t >= 1 else f"{1 / t:.2f}x slower")
+                     + f"{ref}; slower than the mesh: {summ['slower_than_mesh']} of {summ['strategies']}")
+        b = summ["avg_beyond_compute_improvement"]
+        lines.append("  iteration beyond the busiest NPU's busy compute (pipeline and the communication it waits for, "
+                     "whichever chain is critical): " + (f"{b:.2f}x lower" if b >= 1 else f"{1 / b:.2f}x higher")
+                     + " on Fred-D")
     for k, v in summ.items():
-        if k.startswith("best_") or k.startswith("least_compute_"):
-            lines.append(f"{k.replace('_', ' ')}: {v}")
+        for pre, what in (("fastest_per_sample_", "fastest per sample"),
+                          ("least_busy_compute_per_sample_", "least busy compute per sample")):
+            if k.startswith(pre):
+                lines.append(f"{what} on {variant(k[len(pre):]).display}: {v}")
     return "\n".join(lines)
 
 
@@ -196,7 +245,9 @@ def run(args):
         results = [{"strategy": r["strategy"], "fabric": r["fabric"], "error": r["error"],
                     **(estimate_result(r["estimate"]) if r["estimate"] else {})} for r in res]
         print(dumps(document("sweep", results, switch_timing_source=source, workload=wname, rule=args.rule,
-                             npu=npu_json(npu), summary=_summary_json(summ))))
+                             npu=npu_json(npu), memory_policy_requested=gran.get("memory"),
+                             memory_choice=gran.get("memory_choice", "shared") if gran.get("memory") == "auto" else None,
+                             summary=_summary_json(summ))))
     else:
         print(format_sweep(res, summ, source, wname, args.rule, npu))
         if args.plot:
@@ -205,7 +256,9 @@ def run(args):
 
 
 #: summary() key -> JSON key (units in the names)
-_SUMMARY_UNITS = {"avg_exposed_comm_per_sample_mesh": "avg_exposed_comm_per_sample_mesh_s",
+_SUMMARY_UNITS = {"avg_beyond_compute_per_sample_mesh": "avg_beyond_compute_per_sample_mesh_s",
+                  "avg_beyond_compute_per_sample_fabric": "avg_beyond_compute_per_sample_fabric_s",
+                  "avg_exposed_comm_per_sample_mesh": "avg_exposed_comm_per_sample_mesh_s",
                   "avg_exposed_comm_per_sample_fabric": "avg_exposed_comm_per_sample_fabric_s",
                   "avg_time_per_sample_mesh": "avg_time_per_sample_mesh_s",
                   "avg_time_per_sample_fabric": "avg_time_per_sample_fabric_s"}

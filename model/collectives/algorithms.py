@@ -37,6 +37,7 @@ import math
 
 import numpy as np
 
+from .alltoall import plan_all_to_all
 from .multidim import best_algorithm, in_switch_plan, multi_ring_plan
 from .phases import Ring, Shift, Trees, Unicasts
 from fred.model.network import TaskGraph
@@ -176,7 +177,8 @@ def default_algorithm(topo, op: str, group) -> str:
     g = list(group)
     if topo.in_network_reduction and _is_tree(topo):
         return "in-switch"
-    if len(g) == topo.npus > 1 and set(g) == set(range(topo.npus)) and _rectangle(topo, g) is not None:
+    if len(g) == topo.npus > 1 and set(g) == set(range(topo.npus)) and _rectangle(topo, g) is not None \
+            and not _plain_multidim(topo, g):
         return "hier2d"
     if _is_tree(topo):
         return _tree_endpoint(topo, g)
@@ -293,16 +295,15 @@ def _build_plan(sim, op, g, algorithm, root, io):
     topo = sim.topo
     alg = canonical_algorithm(algorithm) or default_algorithm(topo, op, g)
     if op in ("all-reduce", "reduce-scatter", "all-gather"):
-        if algorithm is None and alg in ("hierarchical", "ring") and topo.meta.get("yaml") \
-                and not _in_network(topo) and _multidim_levels(topo, g):
-            alg = _best_yaml(sim, op, g, alg)
+        if algorithm is None and _plain_multidim(topo, g):
+            alg = _best_multidim(sim, op, g, alg)
         elif algorithm is None and alg == "in-switch" and op != "all-reduce" and _in_network(topo):
             ep = _tree_endpoint(topo, g)
             alg = best_algorithm(sim, {alg: _plan_reduction_op(sim, op, g, alg)[0],
                                        ep: _plan_reduction_op(sim, op, g, ep)[0]})
         return _plan_reduction_op(sim, op, g, alg)
     if op == "all-to-all":
-        return _plan_all_to_all(g, alg)
+        return plan_all_to_all(topo, g, alg)
     if op == "p2p":
         if len(g) < 2:
             raise ValueError(f"p2p needs at least two NPUs (source, destination), got {_fmt(g)}")
@@ -356,10 +357,22 @@ def _plan_reduction_op(sim, op, g, alg):
     return _reduction_plan(sim, alg, g, kind), alg, DEFAULT_CHUNKS.get(alg, 1)
 
 
-def _best_yaml(sim, op, g, plain):
-    """The default on a YAML network over all of it: the plain default (``ring`` on one
-    dimension, else ``hierarchical``), in-switch (where a dimension reduces, All-Reduce only)
-    or multi-ring, whichever has the smallest bandwidth bound (the plain one on a tie)."""
+def _plain_multidim(topo, g) -> bool:
+    """``g`` is the whole of a multi-dimensional network of rings, switches and fully
+    connected dimensions (a ring, a torus, an ASTRA-sim YAML network; not a mesh, whose lines
+    cannot be rings, nor a switch tree), built by the API or read from YAML alike."""
+    dims = _grid_dims(topo)
+    return (bool(dims) and all(d[0] != "line" for d in dims) and not _is_tree(topo) and not _in_network(topo)
+            and bool(_multidim_levels(topo, g)))
+
+
+def _best_multidim(sim, op, g, plain):
+    """The default on a multi-dimensional network over all of it (:func:`_plain_multidim`):
+    the plain default (``ring`` on one dimension, else ``hierarchical``), in-switch (where a
+    dimension reduces, All-Reduce only) or multi-ring, whichever has the smallest bandwidth bound
+    (the plain one on a tie)."""
+    if plain not in ("ring", "hierarchical"):
+        plain = "ring" if len(_multidim_levels(sim.topo, g)) == 1 else "hierarchical"
     topo = sim.topo
     kind = {"all-reduce": "ar", "reduce-scatter": "rs", "all-gather": "ag"}[op]
     plans = {plain: _reduction_plan(sim, plain, g, kind)}
@@ -367,17 +380,6 @@ def _best_yaml(sim, op, g, plain):
         plans["in-switch"] = in_switch_plan(sim, kind)
     plans["multi-ring"] = multi_ring_plan(sim, kind)
     return best_algorithm(sim, plans)
-
-
-def _plan_all_to_all(g, alg):
-    if alg not in ("direct", "shift"):
-        raise ValueError(f"all-to-all supports algorithms direct and shift, not {alg!r}")
-    if alg == "shift":
-        return [(1.0, [Shift(g)])], alg, 1
-    p = len(g)
-    src = np.repeat(g, p)
-    dst = np.tile(g, p)
-    return [(1.0, [Unicasts(src, dst, 1.0 / p)])], alg, 1
 
 
 def _plan_multicast(sim, g, rt):

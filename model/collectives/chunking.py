@@ -73,7 +73,7 @@ def _phase_load(sim, ph, D) -> _Load:
     elif isinstance(ph, Unicasts):
         m = ph.srcs != ph.dsts
         if m.any():
-            ld.add(sim, sim.paths_unicast(ph.srcs[m], ph.dsts[m]), D * ph.scale[m], 1)
+            ld.add(sim, ph.paths(sim, m), D * ph.scale[m], 1)
     elif isinstance(ph, Shift):
         k = ph.g.size
         for s in range(1, k):

@@ -103,19 +103,34 @@ class Ring:
 
 
 class Unicasts:
-    """Concurrent unicasts src[i] -> dst[i] of D*scale[i] bytes; per-node joins after."""
+    """Concurrent unicasts src[i] -> dst[i] of D*scale[i] bytes; per-node joins after.
+    ``orders``: optional grid dimension order per unicast (None: the default route; see
+    :func:`fred.model.network.graph._grid_route`, e.g. the other way round a ring)."""
 
-    def __init__(self, srcs, dsts, scale):
+    def __init__(self, srcs, dsts, scale, orders=None):
         self.srcs = np.asarray(srcs, dtype=np.int64).ravel()
         self.dsts = np.asarray(dsts, dtype=np.int64).ravel()
         self.scale = np.broadcast_to(np.asarray(scale, dtype=float), self.srcs.shape)
+        self.orders = None if orders is None else list(orders)
+
+    def paths(self, sim, mask=None):
+        """The path ids of the unicasts (of those selected by ``mask``)."""
+        srcs, dsts = (self.srcs, self.dsts) if mask is None else (self.srcs[mask], self.dsts[mask])
+        if self.orders is None:
+            return sim.paths_unicast(srcs, dsts)
+        orders = self.orders if mask is None else [o for o, k in zip(self.orders, mask) if k]
+        pids = sim.paths_unicast(srcs, dsts)
+        for i, o in enumerate(orders):
+            if o is not None:     # a route of its own: a one-destination tree is that route
+                pids[i] = sim.path_multicast(int(srcs[i]), [int(dsts[i])], tuple(o))
+        return pids
 
     def __call__(self, b: Builder, st, D):
         m = self.srcs != self.dsts
         srcs, dsts, scale = self.srcs[m], self.dsts[m], self.scale[m]
         if srcs.size == 0:
             return st, []
-        pids = b.sim.paths_unicast(srcs, dsts)
+        pids = self.paths(b.sim, m)
         ids = b.sim.add_flows(pids, D * scale, b.lab)
         b.dep_on_state(st, srcs, ids)
         nodes = np.unique(np.concatenate([srcs, dsts]))
@@ -222,8 +237,10 @@ def _merge_phase(a, b):
             return None
         return Ring(np.vstack([a.rings, b.rings]), a.scale, a.bidir, a.reverse)
     if isinstance(a, Unicasts):
-        m = Unicasts(np.r_[a.srcs, b.srcs], np.r_[a.dsts, b.dsts], np.r_[a.scale, b.scale])
-        return m
+        orders = None
+        if a.orders is not None or b.orders is not None:
+            orders = (a.orders or [None] * a.srcs.size) + (b.orders or [None] * b.srcs.size)
+        return Unicasts(np.r_[a.srcs, b.srcs], np.r_[a.dsts, b.dsts], np.r_[a.scale, b.scale], orders)
     if isinstance(a, Trees):
         if a.chain or b.chain or a.scale != b.scale:
             return None

@@ -175,6 +175,9 @@ def load_chakra(directory) -> EtTrace:
     """Read the per-NPU files of one trace in ``directory`` (module docs)."""
     directory = os.fspath(directory)
     if not os.path.isdir(directory):
+        if os.path.exists(directory):
+            raise ValueError(f"Chakra trace directory {directory!r} is a file, not a directory (give the directory "
+                             f"that holds the <name>.<npu>.et files)")
         raise ValueError(f"Chakra trace directory {directory!r} not found")
     found = {}
     for fn in sorted(os.listdir(directory)):

@@ -11,7 +11,7 @@ multi-dimensional grid builder :func:`multidim`, whose dimension table the grid 
 * :func:`route`: the path (list of link ids) from one node to another.
 
 Routing: dimension-order for grids (dimension 0, i.e. X = column, first; shortest direction
-on rings, ties going +), up-to-the-common-ancestor-and-down for trees, BFS shortest path for
+on rings, ties going + unless the order asks for -), up-to-the-common-ancestor-and-down for trees, BFS shortest path for
 anything built by hand.
 """
 
@@ -313,7 +313,8 @@ def _tree_route(topo, src, dst):
 
 def _grid_route(topo, src, dst, order=None):
     """Dimension-order routing over topo.meta["dims"] (``order``: dimension sequence, default
-    0, 1, ...); I/O nodes hop to/from their NPU."""
+    0, 1, ...; an entry ``~d`` is dimension ``d`` with a tie on a ring -- the destination half
+    way round -- going the - way instead of +); I/O nodes hop to/from their NPU."""
     attach = topo.meta.get("io_attach", {})
     prefix, suffix = [], []
     if topo.kinds[src] == "io":
@@ -330,13 +331,16 @@ def _grid_route(topo, src, dst, order=None):
     nodes = [src]
     seq = range(len(dims)) if order is None else order
     for d in seq:
+        minus = d < 0                 # ~d: dimension d, a tie on a ring goes the - way round
+        if minus:
+            d = ~d
         kind, n, stride, switches = dims[d]
         if cur[d] == goal[d]:
             continue
         base = _index(cur, dims) - cur[d] * stride
         if kind == "ring":
             fwd = (goal[d] - cur[d]) % n
-            step = 1 if fwd <= n - fwd else -1
+            step = 1 if fwd < n - fwd or (fwd == n - fwd and not minus) else -1
             while cur[d] != goal[d]:
                 cur[d] = (cur[d] + step) % n
                 nodes.append(base + cur[d] * stride)

@@ -275,7 +275,7 @@ def _record_memory(out, plan, before, considered, results, m):
     out.memory_per_npu = plan.need
     out.memory_states = plan.states
     out.offload_bytes = plan.offloaded
-    out.memory_candidates = [{"policy": p.policy.name, "microbatches": p.microbatches, "need_bytes": p.need,
+    out.memory_candidates = [{"policy": p.policy.name, "microbatches": p.microbatches, "need_bytes": int(round(p.need)),
                               "fits": p.fits, "iteration_time": sims.get(id(p))} for p in considered]
     if plan.policy.name != "none":
         why = f"needs {before.need / 1e9:.0f} GB/NPU with all activations in HBM" if not before.fits else "requested"

@@ -3,8 +3,8 @@ scan with its crossovers, and estimates from ASTRA-sim and Chakra traces.
 """
 
 from .estimator import (
-    ALL_FABRICS, Estimate, FABRIC_ORDER, KINDS, PAPER_SPEEDUPS, estimate, estimate_table, multi_wafer,
-    resolve_fabrics, resolve_workloads)
+    ALL_FABRICS, Estimate, FABRIC_ORDER, KINDS, MEMORY_CHOICES, PAPER_SPEEDUPS, REFERENCE_FABRIC, estimate,
+    estimate_table, multi_wafer, reference_policy, resolve_fabrics, resolve_workloads)
 from .scanner import (
     K_MAX, K_MIN, K_POINTS, PAPER_BAND, PAPER_SAMPLES_PER_REPLICA, REFINE_RTOL, SAVINGS, k_grid, scan,
     to_json)
@@ -18,12 +18,14 @@ __all__ = [
     "Estimate",
     "FABRIC_ORDER",
     "KINDS",
+    "MEMORY_CHOICES",
     "K_MAX",
     "K_MIN",
     "K_POINTS",
     "PAPER_BAND",
     "PAPER_SAMPLES_PER_REPLICA",
     "PAPER_SPEEDUPS",
+    "REFERENCE_FABRIC",
     "REFINE_RTOL",
     "SAVINGS",
     "TraceEstimate",
@@ -32,6 +34,7 @@ __all__ = [
     "estimate_trace",
     "k_grid",
     "multi_wafer",
+    "reference_policy",
     "resolve_fabrics",
     "resolve_strategy",
     "resolve_workloads",

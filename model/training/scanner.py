@@ -406,7 +406,7 @@ def scan(workloads=None, fabrics=None, k_values=None, samples=(PAPER_SAMPLES_PER
 #: rounding of the JSON output (stated in the document itself)
 ROUNDING = {"*_s": "4 significant digits", "k*": "4 significant digits",
             "speedup*, saving*": "4 decimal places"}
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def _sig(x, n=4):

@@ -106,7 +106,7 @@ def _json(capsys, argv):
     assert main(argv) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["kind"] == f"fred-{argv[0]}" + ("-study" if "--study" in argv else "")
-    assert doc["schema_version"] == 1 and isinstance(doc["results"], list) and doc["results"]
+    assert doc["schema_version"] == 2 and isinstance(doc["results"], list) and doc["results"]
     for x in _floats(doc):  # no float noise: at most 6 significant digits
         assert math.isfinite(x) and float(f"{x:.6g}") == x, x
     return doc
@@ -188,3 +188,54 @@ def test_timing_files_have_no_float_noise(tmp_path):
     out = write_timing(doc, tmp_path / "t.json")
     back = load_timing(out).data
     assert back["elapsed_s"] == 123.457 and back["summary"] == doc["summary"]
+
+
+def test_bit_error_rate_help_states_the_measured_reach(capsys):
+    """--bit-error-rate's help gives the range the embedded timing default's goodput curve covers
+    (computed, so a new curve changes the help): a value just above it is refused."""
+    from fred.model.bit_errors import max_bit_error_rate
+    from fred.model.params import data_packet_flits, default_params, wire_bits
+
+    p = default_params()
+    reach = max_bit_error_rate(p.switch.fault_curve, wire_bits(p.flit_bytes),
+                               data_packet_flits(p.packet_bytes, p.flit_bytes))
+    for cmd in ("estimate", "collective"):
+        assert main([cmd, "--help"]) == 0
+        out = " ".join(capsys.readouterr().out.split())
+        assert f"0..{reach:.3g} with the embedded timing default" in out, cmd
+    assert main(["collective", "--fabric", "fred-c", "--bit-error-rate", f"{reach * 1.5:.3g}"]) == 2
+    assert "is beyond the goodput curve" in capsys.readouterr().err
+
+
+def test_interrupt_leaves_no_unused_elaboratable_warnings():
+    """Ctrl-C while Amaranth designs are half built (fred verilog switch): 'fred: interrupted' and
+    nothing after it (Amaranth warns at exit about every element created but never used)."""
+    code = (
+        "import sys\n"
+        "from amaranth.hdl import Elaboratable, Module\n"
+        "import fred.commands.verilog as v\n"
+        "from fred.cli import main\n"
+        "class Part(Elaboratable):\n"
+        "    def elaborate(self, platform):\n"
+        "        return Module()\n"
+        "def run(args):\n"
+        "    global parts\n"
+        "    parts = [Part() for _ in range(60)]\n"
+        "    raise KeyboardInterrupt\n"
+        "v.run = run\n"
+        "sys.exit(main(['verilog', 'r']))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 130, r.stderr
+    assert r.stderr == "fred: interrupted\n", r.stderr[:500]
+
+
+def test_memory_per_npu_is_an_integer_in_every_result(capsys):
+    """One JSON type per key: byte counts are integers (a float rounded to 6 digits was a float)."""
+    assert main(["sweep", "-w", "resnet-152", "--rule", "16", "--workers", "0", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    keys = ("memory_per_npu_bytes", "memory_before_bytes", "memory_states_bytes", "offload_bytes",
+            "hbm_capacity_bytes")
+    for r in doc["results"]:
+        for k in keys:
+            assert isinstance(r[k], int), (k, r[k])
+        assert all(isinstance(c["need_bytes"], int) for c in r["memory_candidates"])

@@ -20,7 +20,7 @@ import sys
 import pytest
 
 from fred.cli import main
-from fred.sim.formal.runner import descendants
+from fred.sim.formal import descendants
 
 #: seconds a bad command line may take (imports included): refusing must not start any work
 WATCHDOG_S = 30
@@ -96,6 +96,10 @@ def _timing_variants():
             "reduce", 1e300),
         "t_fab_bpc_big.json": lambda d: next(iter(d["fabrics"].values()))["beats_per_cycle_per_port"].__setitem__(
             "unicast", 7.0),
+        # the measured goodput curve: a share of the fault-free rate, never rising with the fault rate
+        "t_lf_above_one.json": lambda d: d["link_faults"]["points"][1].__setitem__("goodput", 1.5),
+        "t_lf_rising.json": lambda d: d["link_faults"]["points"][2].__setitem__(
+            "goodput", d["link_faults"]["points"][1]["goodput"] + 0.1),
     }
 
 
@@ -167,7 +171,7 @@ def _chakra_variants(root):
 
     from cli_fuzz_files import _et_messages, _et_pack
 
-    from fred.model.inputs.chakra_schema import Node
+    from fred.model.inputs import Node
 
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "chakra-et", "all_reduce_4npus_1MB")
     for name in ("et_longer", "et_huge"):
@@ -273,6 +277,20 @@ def _number_cases():
     return out
 
 
+def _negative_cases():
+    """A negative value after a space (``--tflops -5``) reaches its option, which names it (argparse
+    alone takes '-5...' for an unknown option: 'expected one argument')."""
+    out = []
+    for cmd, opt, low, high, low_open in NUMBER_OPTIONS:
+        out.append((f"{cmd} {opt} -5", f"{opt} -5 is too small"))
+    for cmd, opt, low, high in INT_OPTIONS:
+        if low > -5:
+            out.append((f"{cmd} {opt} -5", f"{opt} -5 is too small"))
+    return out + [("collective --size -1GiB", "--size '-1GiB' is not a size"),
+                  ("collective --size -.5", "--size '-.5'"),
+                  ("route --ports 8 --flow -1>0", "inputs '-1': '-1' is not a port number")]
+
+
 def _name_cases():
     """Every text option given an empty string."""
     opts = [("verilog fabric --ports 12", "--name"), ("verilog r", "--dtype"), ("sim cell r", "--dtype"),
@@ -315,7 +333,7 @@ CASES = [
     ("sim faults --phases all-reduce,gather", "--phases 'gather' is not one of all-reduce"),
     ("sim faults --json extra", "unrecognized arguments: extra"),
     ("collective --network {d}/missing.yml --bit-error-rate 1e-9",
-     "--bit-error-rate 1e-09 only applies with --fabric"),
+     "--bit-error-rate 1e-9 only applies with --fabric"),
     ("verilog r --lanes", "argument --lanes: expected one argument"),
     ("verilog switch --ports 4 --fabric nope", "argument --fabric: invalid choice: 'nope'"),
     ("verilog crossbar --ports 4 --variant nope", "argument --variant: invalid choice: 'nope'"),
@@ -477,8 +495,8 @@ CASES = [
      "algorithm 'hier-direct' needs a FRED tree and equal NPUs per L1 switch, not group [0, 1, 4]"),
     ("collective --fabric fred-a --op all-to-all --algorithm hier-direct", "all-to-all supports algorithms direct and shift"),
     ("collective --op all-to-all --algorithm ring", "all-to-all supports algorithms direct and shift"),
-    ("collective --gb-bytes 1e9", "--gb-bytes 1000000000.0 only applies with --network"),
-    ("collective --fabric fred-d --gb-bytes 1e9", "--gb-bytes 1000000000.0 only applies with --network"),
+    ("collective --gb-bytes 1e9", "--gb-bytes 1e9 only applies with --network"),
+    ("collective --fabric fred-d --gb-bytes 1e9", "--gb-bytes 1e9 only applies with --network"),
     ("collective --network {d}/torus.yml --fabric fred-d", "--fabric 'fred-d' does not apply with --network"),
     ("collective --network {d}/torus.yml --algorithm hier2d --group 0-63",
      "algorithm 'hier2d' does not run on ASTRA-sim YAML networks"),
@@ -602,10 +620,10 @@ CASES = [
     ("estimate --npu a100", "--npu 'a100' is unknown; known: h100, b200"),
     ("estimate --memory swap", "--memory 'swap' is unknown"),
     ("estimate --trace-header DATA", "--trace-header 'DATA' needs --trace FILE"),
-    ("estimate --trace-clock-ghz 2", "--trace-clock-ghz 2.0 needs --trace FILE"),
+    ("estimate --trace-clock-ghz 2", "--trace-clock-ghz 2 needs --trace FILE"),
     ("estimate --trace {d}/absent.txt", "trace file '{d}/absent.txt' does not exist"),
     ("estimate --trace {d}/notes.txt --trace-header DATA -w resnet-152", "--workload 'resnet-152' does not apply to --trace"),
-    ("estimate --trace {d}/notes.txt --trace-header DATA --tflops 5", "--tflops 5.0 does not apply to --trace"),
+    ("estimate --trace {d}/notes.txt --trace-header DATA --tflops 5", "--tflops 5 does not apply to --trace"),
     ("estimate --trace {d}/notes.txt", "field kind: no header"),
     ("sweep --workers 2 --scheduler tcp://127.0.0.1:1", "--workers 2 and --scheduler 'tcp://127.0.0.1:1' exclude each other"),
     ("scan -w nope", "--workload: unknown workload 'nope'"),
@@ -664,7 +682,7 @@ FUZZED = [
     ("collective --root 0", "--root 0 does not apply to all-reduce"),
     # options that do not apply to the mode chosen
     ("collective --size-is input", "--size-is 'input' does not apply to all-reduce"),
-    ("estimate --trace {d}/notes.txt --io-bw 3", "--io-bw 3.0 does not apply to --trace"),
+    ("estimate --trace {d}/notes.txt --io-bw 3", "--io-bw 3 does not apply to --trace"),
     ("estimate -w resnet-152 --stream-steps 2", "--stream-steps 2 only applies to weight-streaming runs"),
     ("sweep -w transformer-1t --granularity 3 --workers 0", "--granularity 3 only applies to weight-stationary runs"),
     ("scan --plot ''", "--plot '': empty file name"),
@@ -692,9 +710,27 @@ FUZZED = [
     ("estimate -w {d}/w_layers.yml", "field 'layer_list[0]' = 1 must be a mapping"),
     # a long value is shortened in the one line
     ("route --ports 8 --flow " + "x" * 5000, "' (5,002 characters) must have the form"),
+    # issue 24: the goodput curve of a timing file is checked point by point
+    ("collective --timing {d}/t_lf_above_one.json", "link_faults.points[1].goodput = 1.5 is too large: must be <= 1"),
+    ("estimate --timing {d}/t_lf_rising.json", "link_faults.points[2].goodput = "),
+    ("estimate --timing {d}/t_lf_rising.json", "goodput cannot rise with the fault rate"),
+    # the same file twice would run twice (as a repeated workload is refused)
+    ("estimate --trace {d}/cycles.txt --trace {d}/cycles.txt", "--trace '{d}/cycles.txt' given twice"),
+    ("estimate --trace {d}/cycles.txt --trace {d}/./cycles.txt", "--trace '{d}/./cycles.txt' is"),
+    ("route --ports 8 --flow 0>1 --flow 0>1", "--flow '0>1' given twice"),
+    # refusals after parsing name the number as typed
+    ("estimate --trace-clock-ghz 5", "--trace-clock-ghz 5 needs --trace FILE"),
+    ("estimate --bit-error-rate 1e-5", "bit-error-rate 1e-5 is beyond the goodput curve"),
+    ("sweep --tflops 2.50 --memory none --memory-choice shared", "--memory-choice shared applies to --memory auto"),
+    # one name where a list was typed
+    ("sweep -w resnet-152,gpt3-175b", "--workload takes one name, not a list: 'resnet-152,gpt3-175b'"),
+    ("estimate --npu h100,b200", "--npu takes one name, not a list: 'h100,b200'"),
+    ("collective --network {d}/ring4.yml --chakra {d}/ring4.yml", "is a file, not a directory"),
+    ("--version extra", "--version takes nothing after it, got 'extra'"),
+    ("estimate --memory-choice mine", "--memory-choice"),
 ]
 
-ALL = _int_cases() + _number_cases() + _name_cases() + CASES + FUZZED
+ALL = _int_cases() + _number_cases() + _negative_cases() + _name_cases() + CASES + FUZZED
 
 
 class _Hang(Exception):

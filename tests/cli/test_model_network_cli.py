@@ -8,8 +8,8 @@ from fred.model.system import params as P
 
 from fred.cli import main
 from fred.commands.collective import parse_size
-from fred.model.collectives.strategy import parse_group
-from fred.model.collectives.api import collective_time
+from fred.model.collectives import parse_group
+from fred.model.collectives import collective_time
 from fred.model.network.from_yaml import NetworkSpec, dump_network_yaml, load_network_yaml, load_topology, parse_network_yaml, spec_from_topology
 from fred.model.network.topology import multidim, ring, single_switch
 
@@ -112,7 +112,7 @@ def test_cli_text(capsys):
 def test_cli_json_all_fabrics(capsys):
     rc, out, _ = run_cli(capsys, "--fabric", "all", "--size", "256MiB", "--json")
     doc = json.loads(out)
-    assert doc["kind"] == "fred-collective" and doc["schema_version"] == 1
+    assert doc["kind"] == "fred-collective" and doc["schema_version"] == 2
     rows = doc["results"]
     assert rc == 0 and [r["fabric"] for r in rows] == ["mesh", "fred-a", "fred-b", "fred-c", "fred-d"]
     d = rows[-1]

@@ -10,13 +10,13 @@ import pytest
 
 from fred.cli import main as fred_main
 from fred.hdl.netlist import flows as F
-from fred.hdl.netlist.flows import Flow, Phase, expand, parse_flow, parse_ports, validate_flows
-from fred.hdl.netlist.modes import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode, idle_mode
+from fred.hdl.netlist import Flow, Phase, expand, parse_flow, parse_ports, validate_flows
+from fred.hdl.netlist import CellAddr, DemuxMode, DMode, MuxMode, RDMode, RMode, idle_mode
 from fred.hdl.routing.compiler import RoutingError, RoutingResult, _materialise, routable, route, route_phases
-from fred.hdl.routing.check import check_and_trees
-from fred.hdl.netlist.structure import (MAX_CELLS, Netlist, Pin, cell_counts, check_params, depth, netlist,
+from fred.hdl.routing import check_and_trees
+from fred.hdl.netlist import (MAX_CELLS, Netlist, Pin, cell_counts, check_params, depth, netlist,
                                 instance_ports, stages, total_cells)
-from fred.sim.golden.fabric import (GoldenError, check_sums, random_inputs, simulate_result,
+from fred.sim.golden import (GoldenError, check_sums, random_inputs, simulate_result,
                                     tree_reference)
 
 
@@ -472,7 +472,7 @@ def test_cli_route_text(capsys):
 def test_cli_route_json(capsys):
     assert fred_main(["route", "-p", "4", "-m", "2", "--flow", "0,1>2", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["kind"] == "fred-route" and doc["schema_version"] == 1 and doc["ports"] == 4
+    assert doc["kind"] == "fred-route" and doc["schema_version"] == 2 and doc["ports"] == 4
     (ph,) = doc["results"]
     assert ph["flows"][0]["kind"] == "reduce" and ph["flows"][0]["reduction_tree"] == "(0+1)"
 
@@ -551,7 +551,7 @@ def test_regress_exact_against_brute_force():
 
 @pytest.mark.regress
 def test_regress_study_full():
-    from fred.hdl.routing.placement import study
+    from fred.hdl.routing import study
 
     rows = study(samples=50, seed=2)
     assert all(all(r.paper.values()) for r in rows if r.middle == 3)

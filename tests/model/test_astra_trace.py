@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from fred import FredError
 from fred.model.inputs.astra_trace import COMM_TYPES, FIELDS, KINDS, load_trace, parse_trace, trace_header
-from fred.model.collectives.api import collective_time
-from fred.model.training.trace_estimate import COMM_OPS, estimate_trace, resolve_strategy, trace_table
+from fred.model.collectives import collective_time
+from fred.model.training import COMM_OPS, estimate_trace, resolve_strategy, trace_table
 
 EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "workloads" / "astra-sim"
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.txt")) if EXAMPLES.is_dir() else []
@@ -466,22 +466,23 @@ def test_cli_trace_table_and_json(tmp_path):
     r = _fred("estimate", "--trace", str(p), "--trace-header", hdr, "-f", "fred-b", "--trace-clock-ghz", "2", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    assert d["kind"] == "fred-estimate-trace" and d["schema_version"] == 1
+    assert d["kind"] == "fred-estimate-trace" and d["schema_version"] == 2
     assert d["trace_clock_GHz"] == 2 and d["switch_timing_source"]
     assert d["traces"] == [{"path": str(p), "kind": "HYBRID_TRANSFORMER", "header": hdr, "header_source": "given",
                             "layers": 3, "strategy": "MP(2)-DP(10)-PP(1)", "placement": "MP inner (NPU = mp + a*dp)"}]
     (row,) = d["results"]
     assert row["fabric"] == "fred-b" and row["trace"] == str(p) and row["speedup"] > 0
-    assert row["compute_busy_s"] == pytest.approx(3 * 150000 / 2e9)
+    assert row["compute_time_s"] == pytest.approx(3 * 150000 / 2e9)      # busy compute, as for built-in workloads
+    assert "compute_busy_s" not in row
     # rounded to 6 significant digits (fred.commands.jsonout)
-    assert row["iteration_time_s"] == pytest.approx(row["compute_time_s"] + row["exposed_comm_s"], rel=1e-5)
+    assert row["iteration_time_s"] == pytest.approx(row["critical_path_compute_s"] + row["exposed_comm_s"], rel=1e-5)
 
 
 @pytest.mark.parametrize("args, msg", [
     (["--trace", "NOFILE.txt"], "trace file 'NOFILE.txt' does not exist"),
     (["--trace-header", "DATA"], "--trace-header 'DATA' needs --trace FILE"),
     (["--trace", "{tiny}", "--trace-header", "DATA", "--workload", "resnet-152"], "--workload 'resnet-152' does not apply to --trace"),
-    (["--trace", "{tiny}", "--trace-header", "DATA", "--tflops", "5"], "--tflops 5.0 does not apply to --trace"),
+    (["--trace", "{tiny}", "--trace-header", "DATA", "--tflops", "5"], "--tflops 5 does not apply to --trace"),
     (["--trace", "{tiny}", "--trace-header", "DATA", "-s", "MP(4)-DP(5)"], "must be MP(1)-DP(20)-PP(1), not MP(4)-DP(5)-PP(1)"),
     (["--trace", "{tiny}", "--trace-header", "DATA", "--trace-clock-ghz", "0"], "--trace-clock-ghz 0 is too small: must be >= 0.001"),
     (["--trace", "{tiny}"], "line 1, field kind: no header"),

@@ -129,7 +129,7 @@ def test_balanced_split_and_units():
 
 
 def test_stationary_memory_check():
-    from fred.model.schedule.iteration import stationary_memory
+    from fred.model.schedule import stationary_memory
     w = load_workload("transformer-17b")
     states = 17.18e9 / 4 * (2 + 14 / 5)            # params per NPU x (fp16 weight + ZeRO-2 shards / DP)
     full = stationary_memory(w, (2, 5, 2), 8, 16)
@@ -142,7 +142,7 @@ def test_stationary_memory_check():
     # full recomputation keeps one 2 s h input per transformer layer and sequence, plus the
     # working set of one layer being recomputed (one microbatch of 2 sequences)
     from fred.model.workload import memory as M
-    from fred.model.schedule.iteration import memory_plan
+    from fred.model.schedule import memory_plan
     from fred.model.schedule.layout import plan_layout
     lay = plan_layout(w, (2, 5, 2), "weight-stationary", C.default_npu(), 4, 4)
     plan = memory_plan(w, (2, 5, 2), lay, M.POLICIES["recompute"], 8, 16, C.default_npu())
@@ -185,12 +185,14 @@ def test_cli_estimate_json_and_plot(tmp_path):
     r = _fred("estimate", "--workload", "resnet-152", "--fabric", "fred-d", "--json", "--plot", str(png))
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    assert d["kind"] == "fred-estimate" and d["schema_version"] == 1 and d["switch_timing_source"]
+    assert d["kind"] == "fred-estimate" and d["schema_version"] == 2 and d["switch_timing_source"]
     cells = {row["fabric"]: row for row in d["results"]}
     assert set(cells) == {"fred-d"} and cells["fred-d"]["speedup"] > 0
     row = cells["fred-d"]
     # rounded to 6 significant digits (jsonout.SIGNIFICANT)
-    assert row["iteration_time_s"] == pytest.approx(row["compute_time_s"] + row["exposed_comm_s"], rel=1e-5)
+    assert row["iteration_time_s"] == pytest.approx(row["critical_path_compute_s"] + row["exposed_comm_s"], rel=1e-5)
+    assert row["compute_time_s"] <= row["iteration_time_s"] and isinstance(row["memory_per_npu_bytes"], int)
+    assert row["iteration_time_s"] == pytest.approx(row["compute_time_s"] + row["beyond_compute_s"], rel=1e-5)
     assert png.stat().st_size > 5000
     r = _fred("estimate", "--workload", "resnet-152", "--fabric", "mesh,fred-c")
     assert r.returncode == 0 and r.stdout.startswith("switch timing:") and "Fred-C" in r.stdout
@@ -202,5 +204,9 @@ def test_cli_sweep_small(tmp_path):
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["kind"] == "fred-sweep" and d["switch_timing_source"] and d["rule"] == 16
-    assert len(d["results"]) == 18 and {row["strategy"] for row in d["results"]} >= {"MP(1)-DP(20)-PP(1)", "MP(20)-DP(1)-PP(1)"}
+    fred_d = [row for row in d["results"] if row["fabric"] == "fred-d"]
+    assert len(fred_d) == 18 and {row["strategy"] for row in fred_d} >= {"MP(1)-DP(20)-PP(1)", "MP(20)-DP(1)-PP(1)"}
+    # the mesh is simulated as the reference (its rows give the speedups and the memory policy)
+    assert {row["fabric"] for row in d["results"]} == {"mesh", "fred-d"} and all(row["speedup"] for row in fred_d)
+    assert d["memory_choice"] == "shared" and all(row["memory_choice"] == "shared" for row in fred_d)
     assert png.stat().st_size > 5000

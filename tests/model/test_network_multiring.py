@@ -82,3 +82,36 @@ def test_cli_names_the_algorithm(capsys, tmp_path):
     assert main(["collective", "--network", str(f), "--json"]) == 0
     (d,) = json.loads(capsys.readouterr().out)["results"]
     assert d["algorithm"] == "multi-ring"
+
+
+# ---- issue 24: one default whether the network comes from the API or a YAML file ------------------
+
+@pytest.mark.parametrize("shape", [(8, 8), (4, 6)])
+@pytest.mark.parametrize("op", ["all-reduce", "reduce-scatter", "all-gather", "all-to-all"])
+def test_api_torus_runs_what_its_yaml_twin_runs(tmp_path, shape, op):
+    from fred.model.network.topology import torus2d
+
+    rows, cols = shape
+    f = tmp_path / "torus.yml"
+    f.write_text(f"topology: [ Ring, Ring ]\nnpus_count: [ {cols}, {rows} ]\nbandwidth: [ 100, 100 ]\n"
+                 f"latency: [ 500, 500 ]\n")
+    api = collective_time(torus2d(rows, cols, 100e9, 500e-9), op, nbytes=2**30)
+    yml = collective_time(str(f), op, nbytes=2**30)
+    assert api.algorithms == yml.algorithms
+    assert api.time == pytest.approx(yml.time, rel=1e-9)
+
+
+@pytest.mark.parametrize("build", ["ring4", "ring6", "ring8", "ring16", "torus4x4", "torus4x6", "torus8x8"])
+def test_all_to_all_on_rings_meets_the_cut_bound(build):
+    """Direct All-to-All sends half of what goes to the NPU half way round each way round, so it
+    meets the cut bound (the + way alone: 1.5x on a ring of 4, 1.25x on 8)."""
+    from fred.model.collectives import lower_bound
+    from fred.model.network.topology import ring, torus2d
+
+    topo = ring(int(build[4:]), 100e9) if build.startswith("ring") else torus2d(
+        *map(int, build[5:].split("x")), 100e9)
+    r = collective_time(topo, "all-to-all", nbytes=2**30)
+    bound, what = lower_bound(topo, "all-to-all", 2**30)
+    assert r.time == pytest.approx(bound, rel=1e-6), (build, r.time / bound, what)
+    sent = r.result.bytes_sent[:topo.npus]
+    assert sent.max() == pytest.approx(sent.min(), rel=1e-9)      # every NPU sends alike

@@ -134,7 +134,7 @@ def test_cli_text_json_plot(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir()] == ["scan.png"]        # no temporary file left
     assert main(argv + ["--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["kind"] == "fred-scan" and doc["schema_version"] == 1
+    assert doc["kind"] == "fred-scan" and doc["schema_version"] == 2
     assert doc["fabrics"] == ["mesh", "fred-d"] and len(doc["results"]) == 6
     p = doc["results"][-1]
     assert {"iteration_time_s", "compute_time_s", "exposed_s", "speedup_vs_mesh"} <= set(p)
