@@ -32,37 +32,43 @@ def plan_all_to_all(topo, g, alg):
 
 
 def _ring_ties(topo, src, dst):
-    """Per pair, the ring dimensions (of a grid topology, rings of more than 2 NPUs) in which the
-    destination is half way round: both directions are shortest there."""
+    """[pairs, dims] bool: the ring dimensions (of a grid topology, rings of more than 2 NPUs, even)
+    in which the destination is half way round, so both directions are shortest (None: none)."""
     dims = topo.meta.get("dims")
     if not dims or topo.routing != "grid":
-        return [()] * len(src)
-    out = []
-    for a, b in zip(src.tolist(), dst.tolist()):
-        ties = []
-        for d, (kind, n, stride, _) in enumerate(dims):
-            if kind == "ring" and n > 2 and n % 2 == 0 and ((b // stride) % n - (a // stride) % n) % n == n // 2:
-                ties.append(d)
-        out.append(tuple(ties))
-    return out
+        return None
+    cols = []
+    for kind, n, stride, _ in dims:
+        if kind == "ring" and n > 2 and n % 2 == 0:
+            cols.append(((dst // stride) % n - (src // stride) % n) % n == n // 2)
+        else:
+            cols.append(np.zeros(src.size, dtype=bool))
+    tie = np.stack(cols, axis=1)
+    return tie if tie.any() else None
 
 
 def _both_ways(topo, src, dst, scale):
     """Unicasts src[i] -> dst[i] of D*scale each; a pair that is half way round a ring in some
     dimensions sends an equal share each way round in each of them (2**t routes for t such
     dimensions), so both directions of every ring carry the same load (dimension-order routing
-    alone sends all of it the + way)."""
-    ties = _ring_ties(topo, src, dst)
-    if not any(ties):
+    alone sends all of it the + way). The split pairs come first, with their routes; the others
+    keep the default route (vectorised: an All-to-All over thousands of NPUs has millions of
+    pairs, and only a few are half way round)."""
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    tie = _ring_ties(topo, src, dst)
+    if tie is None:
         return Unicasts(src, dst, scale)
-    nd = len(topo.meta["dims"])
+    nd = tie.shape[1]
+    split = np.flatnonzero(tie.any(axis=1))
     s_out, d_out, sc_out, orders = [], [], [], []
-    for a, b, t in zip(src.tolist(), dst.tolist(), ties):
-        if not t:
-            s_out.append(a), d_out.append(b), sc_out.append(scale), orders.append(None)
-            continue
+    for i in split.tolist():
+        t = np.flatnonzero(tie[i]).tolist()
         for mask in range(2 ** len(t)):
-            minus = {d for i, d in enumerate(t) if mask >> i & 1}
-            s_out.append(a), d_out.append(b), sc_out.append(scale / 2 ** len(t))
+            minus = {d for k, d in enumerate(t) if mask >> k & 1}
+            s_out.append(int(src[i])), d_out.append(int(dst[i])), sc_out.append(scale / 2 ** len(t))
             orders.append(tuple(~d if d in minus else d for d in range(nd)))
-    return Unicasts(s_out, d_out, sc_out, orders)
+    keep = np.ones(src.size, dtype=bool)
+    keep[split] = False
+    return Unicasts(np.r_[np.asarray(s_out, dtype=np.int64), src[keep]],
+                    np.r_[np.asarray(d_out, dtype=np.int64), dst[keep]],
+                    np.r_[np.asarray(sc_out, dtype=float), np.full(int(keep.sum()), scale)], orders)

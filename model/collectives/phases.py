@@ -104,7 +104,8 @@ class Ring:
 
 class Unicasts:
     """Concurrent unicasts src[i] -> dst[i] of D*scale[i] bytes; per-node joins after.
-    ``orders``: optional grid dimension order per unicast (None: the default route; see
+    ``orders``: optional grid dimension orders of the first ``len(orders)`` unicasts (None, and
+    every unicast after them: the default route; see
     :func:`fred.model.network.graph._grid_route`, e.g. the other way round a ring)."""
 
     def __init__(self, srcs, dsts, scale, orders=None):
@@ -119,6 +120,7 @@ class Unicasts:
         if self.orders is None:
             return sim.paths_unicast(srcs, dsts)
         orders = self.orders if mask is None else [o for o, k in zip(self.orders, mask) if k]
+        # (the routed unicasts come first, so after the mask they are still the first ones)
         pids = sim.paths_unicast(srcs, dsts)
         for i, o in enumerate(orders):
             if o is not None:     # a route of its own: a one-destination tree is that route
@@ -239,7 +241,8 @@ def _merge_phase(a, b):
     if isinstance(a, Unicasts):
         orders = None
         if a.orders is not None or b.orders is not None:
-            orders = (a.orders or [None] * a.srcs.size) + (b.orders or [None] * b.srcs.size)
+            ao = list(a.orders or [])
+            orders = ao + [None] * (a.srcs.size - len(ao)) + list(b.orders or [])
         return Unicasts(np.r_[a.srcs, b.srcs], np.r_[a.dsts, b.dsts], np.r_[a.scale, b.scale], orders)
     if isinstance(a, Trees):
         if a.chain or b.chain or a.scale != b.scale:
