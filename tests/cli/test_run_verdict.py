@@ -10,11 +10,16 @@ from fred.run import _k, verdict
 
 
 def _fake_map(curves):
-    """Answer every scan job from speedup curves: the mesh takes 1 s, a fabric 1 / curve(k) s."""
+    """Answer every scan job from speedup curves: the mesh takes 1 s, a fabric 1 / curve(k) s
+    (as tests/model/test_scan.py does)."""
+    def point(j):
+        t = 1.0 if j.fabric == "mesh" else 1.0 / curves[j.fabric](j.k)
+        return S.Point(j.workload, j.fabric, j.k, j.samples, iteration_time=t, compute_time=t, exposed={})
+
     def run(fn, jobs, desc="", label=None):
-        t = lambda j: 1.0 if j.fabric == "mesh" else 1.0 / curves[j.fabric](j.k)
-        return [S.Point(j.workload, j.fabric, j.k, j.samples, iteration_time=t(j), compute_time=t(j), exposed={})
-                for j in jobs]
+        if fn is S.run_series:
+            return [[point(j) for j in sj.points] for sj in jobs]
+        return [S.run_bisection(j, point=point) for j in jobs]
     return run
 
 
