@@ -208,8 +208,9 @@ def add_arguments(p):
     from .options import ListOption, choice, integer, name, number
 
     p.add_argument("--workload", "-w", action=ListOption, item=choice("--workload", _workload), metavar="NAMES",
-                   help="workload(s): resnet-152, transformer-17b, gpt3-175b, transformer-1t, or a workload YAML "
-                        "file (repeat or comma-separate; default all)")
+                   help="workload(s): resnet-152, transformer-17b, gpt3-175b, transformer-1t, mixtral-8x7b, "
+                        "deepseek-moe-16b, or a workload YAML file (repeat or comma-separate; default the "
+                        "paper's four)")
     p.add_argument("--fabric", "-f", action=ListOption, item=choice("--fabric", _fabric), metavar="NAMES",
                    help="fabric(s): mesh, fred-a, fred-b, fred-c, fred-d, torus, switched, switched-inr (repeat or "
                         "comma-separate; default mesh and fred-a..d; the mesh is always simulated as the reference)")
@@ -240,11 +241,11 @@ def add_arguments(p):
 def check_microbatches(workloads, microbatches, samples) -> None:
     """--microbatches of at most the samples per replica of every workload (a microbatch holds
     at least one sample), before any simulation."""
-    from fred.model.workload import list_workloads, load_workload
+    from fred.model.workload import default_workloads, load_workload
 
     if microbatches is None:
         return
-    for wn in workloads or list_workloads():
+    for wn in workloads or default_workloads():
         w = load_workload(wn)
         b = samples if samples is not None else w.samples_per_replica
         if microbatches > b:
@@ -255,11 +256,11 @@ def check_microbatches(workloads, microbatches, samples) -> None:
 def check_mode_options(workloads, mode, granularity, stream_steps) -> None:
     """--granularity shapes weight-stationary runs and --stream-steps weight-streaming ones:
     each is refused when no selected workload runs in its mode (before any simulation)."""
-    from fred.model.workload import list_workloads, load_workload
+    from fred.model.workload import default_workloads, load_workload
 
     if granularity is None and stream_steps is None:
         return
-    modes = {mode or load_workload(wn).mode for wn in (workloads or list_workloads())}
+    modes = {mode or load_workload(wn).mode for wn in (workloads or default_workloads())}
     for opt, value, needs in (("--granularity", granularity, "weight-stationary"),
                               ("--stream-steps", stream_steps, "weight-streaming")):
         if value is not None and needs not in modes:

@@ -24,7 +24,7 @@ from fred.model.collectives import format_strategy, parse_strategy
 from fred.model.workload import DEFAULT_POLICY
 from fred.model.schedule import DEFAULT_GRANULARITY, DEFAULT_STREAM_STEPS, KINDS, build_and_run
 from fred.model.network import build_fabric
-from fred.model.workload import list_workloads, load_workload, workload_ref
+from fred.model.workload import default_workloads, load_workload, workload_ref
 from fred.model.schedule import INTER_WAFER
 from fred.model.collectives import MAX_WAFERS, OffWaferLevel, off_wafer_network
 
@@ -173,7 +173,7 @@ def multi_wafer(wafers=1, off_wafer=None, params=None):
 
 def resolve_workloads(names=None) -> list[str]:
     if not names:
-        return list_workloads()
+        return default_workloads()
     out = []
     for n in names:
         for part in str(n).split(","):

@@ -29,6 +29,12 @@ an attention block (4d^2 + 6d params; 8sd^2 + 4s^2d forward FLOPs) and an MLP bl
 (8d^2 + 7d params; 16sd^2 FLOPs), each followed by one All-Reduce in forward and one in
 backward -- 2 + 2 per layer; embeddings (V d + s d) are tied with the output logits
 (2 s d V forward FLOPs).
+
+A transformer file that gives any of the fields of Llama/Mixtral/DeepSeek-style models
+(``kv_heads``, ``gated_ffn``, ``ffn_hidden``, ``tied_embeddings``, ``experts``,
+``experts_per_token``, ``expert_ffn_hidden``, ...; :data:`fred.model.workload.fields.MODERN_FIELDS`)
+is derived by :mod:`fred.model.workload.moe` instead: grouped-query attention, gated FFNs and
+mixture-of-experts blocks (the bundled ``mixtral-8x7b`` and ``deepseek-moe-16b``).
 """
 
 from __future__ import annotations
@@ -45,7 +51,9 @@ from fred.contract.inputs import decode_text, display_name, input_problem, read_
 
 from fred.model.network import NumberLoader
 from fred.model.collectives import parse_strategy
-from .fields import check_layer_list, check_resnet_shape, check_sweep_microbatches, get_field, layer_entry
+from .fields import (MODERN_FIELDS, check_layer_list, check_modern_shape, check_resnet_shape,
+                     check_sweep_microbatches, get_field, layer_entry)
+from .moe import modern_layers, routing
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 #: Korthikanti et al. (MLSys 2023), Sec. 4.1: dropout masks take one byte per element
@@ -72,6 +80,8 @@ class Layer:
     core_saved: float = 0.0
     core_flops: float = 0.0
     core_mem_bytes: float = 0.0
+    expert_params: float = 0.0         # of params: routed experts' (split over EP; fred.model.workload.moe)
+    a2a_bytes: float = 0.0             # bytes per sample dispatched to the experts (combine: as many)
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,31 @@ class Workload:
     @property
     def bwd_flops(self) -> float:
         return sum(l.bwd_flops for l in self.layers)
+
+    @property
+    def experts(self) -> int:
+        """Routed experts per MoE layer (0: a dense model)."""
+        return int(self.shape.get("experts") or 0)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def routing(self):
+        """The token routing of an MoE layer (:func:`fred.model.workload.moe.routing`), or None."""
+        if not self.is_moe:
+            return None
+        sh = self.shape
+        return routing(sh["experts"], sh["experts_per_token"], sh["routing_zipf"], sh["capacity_factor"])
+
+    @property
+    def active_params(self) -> float:
+        """Parameters one token uses (all but the routed experts it does not visit)."""
+        r = self.routing
+        if r is None:
+            return self.params
+        return self.params - sum(l.expert_params for l in self.layers) * (1 - r.per_token / r.experts)
 
     def with_mode(self, mode: str) -> "Workload":
         return replace(self, mode=_check_mode(mode, self.name))
@@ -226,9 +261,20 @@ def resnet_layers(spec: dict, dtype_bytes: int = 2) -> list[Layer]:
 
 # ---- loading -----------------------------------------------------------------------------------
 
+#: the paper's workloads (FRED paper Fig. 10): what `fred estimate`, `fred scan` and the
+#: training table run when no workload is named; the other bundled ones (the mixture-of-experts
+#: models) run when named (``-w mixtral-8x7b``)
+TABLE_WORKLOADS = ("resnet-152", "transformer-17b", "gpt3-175b", "transformer-1t")
+
+
+def default_workloads() -> list[str]:
+    """The workloads run when none is named: :data:`TABLE_WORKLOADS`."""
+    return list(TABLE_WORKLOADS)
+
+
 def list_workloads() -> list[str]:
     """Names of the bundled workloads (file stems' ``name`` fields), in a fixed order."""
-    order = ["resnet-152", "transformer-17b", "gpt3-175b", "transformer-1t"]
+    order = ["resnet-152", "transformer-17b", "gpt3-175b", "transformer-1t", "mixtral-8x7b", "deepseek-moe-16b"]
     names = []
     for p in sorted(DATA_DIR.glob("*.yml")):
         try:
@@ -242,7 +288,9 @@ def list_workloads() -> list[str]:
 
 _ALIASES = {"resnet152": "resnet-152", "resnet": "resnet-152", "t17b": "transformer-17b", "transformer17b": "transformer-17b",
             "17b": "transformer-17b", "gpt3": "gpt3-175b", "gpt-3": "gpt3-175b", "gpt3-175b": "gpt3-175b",
-            "gpt-3-175b": "gpt3-175b", "t1t": "transformer-1t", "transformer1t": "transformer-1t", "1t": "transformer-1t"}
+            "gpt-3-175b": "gpt3-175b", "t1t": "transformer-1t", "transformer1t": "transformer-1t", "1t": "transformer-1t",
+            "mixtral": "mixtral-8x7b", "mixtral8x7b": "mixtral-8x7b", "deepseek-moe": "deepseek-moe-16b",
+            "deepseekmoe": "deepseek-moe-16b", "deepseek-moe16b": "deepseek-moe-16b"}
 
 
 def is_file_name(name: str) -> bool:
@@ -313,8 +361,12 @@ def workload_from_dict(raw: dict, where: str = "<dict>") -> Workload:
         shape["ffn_mult"] = get_field(raw, "ffn_mult", where, default=4.0)
         if shape["hidden"] % shape["heads"]:
             raise FredError(f"workload {where}: hidden {shape['hidden']} is not a multiple of heads {shape['heads']}")
-        layers = transformer_layers(shape["layers"], shape["hidden"], shape["heads"], shape["seq"], shape["vocab"],
-                                    shape["ffn_mult"], b)
+        if any(raw.get(k) is not None for k in MODERN_FIELDS):
+            # grouped-query attention, gated FFNs, untied embeddings, mixture of experts
+            layers = modern_layers(check_modern_shape(raw, where, shape), b, Layer)
+        else:
+            layers = transformer_layers(shape["layers"], shape["hidden"], shape["heads"], shape["seq"],
+                                        shape["vocab"], shape["ffn_mult"], b)
     elif kind == "resnet":
         check_resnet_shape(raw, where)
         for k in ("image", "stem", "stages", "classes"):
