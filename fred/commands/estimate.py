@@ -7,7 +7,7 @@ HELP = ("training-time estimates for each workload x fabric (mesh, Fred-A..D, to
 
 COLS = ("compute", "dp", "mp", "pp", "stream", "input", "offload")
 COL_TITLES = {"compute": "compute", "dp": "DP", "mp": "MP", "pp": "PP", "stream": "wstream", "input": "input",
-              "offload": "offload", "inter_wafer": "inter"}
+              "offload": "offload", "inter_wafer": "inter", "ep": "EP a2a"}
 #: short names of the memory policies in tables
 POLICY_SHORT = {"none": "none", "selective": "sel", "recompute": "rec", "offload": "off",
                 "selective+offload": "sel+off", "recompute+offload": "rec+off"}
@@ -80,6 +80,10 @@ def add_hardware_arguments(p):
     g.add_argument("--timing", type=name("--timing"), metavar="FILE", default=None,
                    help="switch timing from a `fred characterize` timing file ('default': the embedded one, "
                         "also the default)")
+    from .collective import A2A_HELP, a2a_method
+
+    g.add_argument("--all-to-all-method", "--a2a-method", type=choice("--all-to-all-method", a2a_method),
+                   dest="a2a_method", metavar="METHOD", default=None, help=A2A_HELP)
     g.add_argument("--switch-cycles", type=number("--switch-cycles", 0, MAX_CYCLES), metavar="N",
                    help=f"switch traversal latency in cycles (0..{MAX_CYCLES:g}; overrides the timing file's)")
     g.add_argument("--switch-ghz", type=number("--switch-ghz", MIN_RATE, MAX_GHZ), metavar="GHZ",
@@ -165,6 +169,10 @@ def hardware_from_args(args):
     if sw:
         sw["source"] = "command line: " + ", ".join(f"{k}={v}" for k, v in sw.items())
         ch["switch"] = dataclasses.replace(ch.get("switch", p.switch), **sw)
+    if getattr(args, "a2a_method", None):
+        from .collective import apply_a2a_method
+
+        ch["switch"] = apply_a2a_method(ch.get("switch", p.switch), args.a2a_method)
     if ch:
         p = p.replace(**ch)
     n, given = {}, []
@@ -285,19 +293,38 @@ def npu_line(npu) -> str:
             f"{npu.hbm_capacity / 1e9:.0f} GB HBM")
 
 
+def table_cols(rows) -> tuple:
+    """The breakdown columns: :data:`COLS`, and ``ep`` (exposed all-to-all) when a row runs
+    expert parallelism."""
+    return COLS + (("ep",) if any(getattr(e, "expert_parallel", 1) > 1 for e in rows) else ())
+
+
+def a2a_lines(rows) -> list:
+    """For rows with expert parallelism: what each fabric moves an all-to-all at (one line)."""
+    from fred.model.system.params import variant
+
+    seen = {}
+    for e in rows:
+        if getattr(e, "expert_parallel", 1) > 1:
+            seen.setdefault(e.all_to_all_source, []).append(variant(e.fabric).display)
+    return [f"all-to-all ({', '.join(dict.fromkeys(f))}): {src}" for src, f in seen.items()]
+
+
 def format_table(rows, timing_source, npu=None) -> str:
     from fred.model.system import variant
 
-    out = [f"switch timing: {timing_source}"]
+    out = [f"switch timing: {timing_source}"] + a2a_lines(rows)
     if npu is not None:
         out.append(npu_line(npu))
+    cols = table_cols(rows)
+    sw = max([18] + [len(e.strategy) for e in rows])
     out.append("times in ms per iteration; exposed communication on the critical path; speedup = mesh / fabric; "
                "memory = policy and GB per NPU with all activations in HBM -> as run")
-    cols = COLS + (("inter_wafer",) if any(getattr(e, "wafers", 1) > 1 for e in rows) else ())
+    cols = cols + (("inter_wafer",) if any(getattr(e, "wafers", 1) > 1 for e in rows) else ())
     for w in sorted({(e.wafers, e.off_wafer) for e in rows if getattr(e, "wafers", 1) > 1}):
         out.append(f"wafers: {w[0]}, data parallel across wafers on the off-wafer network {w[1]}; "
                    f"inter = exposed inter-wafer gradient exchange")
-    hdr = (f"{'workload':16} {'fabric':7} {'strategy':18} {'iter':>10} " + " ".join(f"{COL_TITLES[c]:>10}" for c in cols)
+    hdr = (f"{'workload':16} {'fabric':7} {'strategy':{sw}} {'iter':>10} " + " ".join(f"{COL_TITLES[c]:>10}" for c in cols)
            + f" {'speedup':>8} {'paper':>6}  memory")
     out.append(hdr)
     out.append("-" * len(hdr))
@@ -305,7 +332,7 @@ def format_table(rows, timing_source, npu=None) -> str:
         vals = [e.compute_time] + [e.exposed.get(c, 0.0) for c in cols[1:]]
         paper = f"{e.paper_speedup:6.2f}" if e.paper_speedup else f"{'':6}"
         sp = f"{e.speedup:8.3f}" if e.speedup is not None else f"{'':8}"
-        out.append(f"{e.workload:16} {variant(e.fabric).display:7} {e.strategy:18} {_fmt_ms(e.iteration_time)} "
+        out.append(f"{e.workload:16} {variant(e.fabric).display:7} {e.strategy:{sw}} {_fmt_ms(e.iteration_time)} "
                    + " ".join(_fmt_ms(v) for v in vals) + f" {sp} {paper}  {memory_cell(e)}")
     notes = sorted({f"{e.workload}: {n}" for e in rows for n in e.notes})
     for n in notes:

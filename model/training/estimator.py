@@ -20,7 +20,7 @@ from fred.contract.checks import check_int, check_number
 
 from fred.model.workload import compute as C
 from fred.model.system import canonical_fabric, default_params
-from fred.model.collectives import format_strategy, parse_strategy
+from fred.model.collectives import expert_parallel, format_strategy, parse_strategy
 from fred.model.workload import DEFAULT_POLICY
 from fred.model.schedule import DEFAULT_GRANULARITY, DEFAULT_STREAM_STEPS, KINDS, build_and_run
 from fred.model.network import build_fabric
@@ -73,6 +73,10 @@ class Estimate:
     npu: str = ""                         # NPU description (preset and source)
     wafers: int = 1                       # wafers training data-parallel (fred.model.collectives.offwafer)
     off_wafer: str = ""                   # the off-wafer network joining them ("" for one wafer)
+    #: what the fabric moves an all-to-all at (FRED: the switch's measured all-to-all throughput
+    #: from the timing file, or line rate when it has none; the mesh: its links)
+    all_to_all_source: str = ""
+    expert_parallel: int = 1              # EP of the strategy (MoE workloads)
 
     @property
     def exposed_comm(self) -> float:
@@ -132,17 +136,20 @@ def estimate(workload, fabric, strategy=None, *, params=None, npu=None, microbat
     fab = canonical_fabric(fabric)
     p = params or default_params()
     npu = npu or C.default_npu()
-    abc = parse_strategy(strategy or w.strategy, npus=p.npus)
+    st = strategy or w.strategy
+    abc = parse_strategy(st, npus=p.npus)
+    ep = expert_parallel(st)
     m = _microbatches_for(w, abc, microbatches)
     B = float(samples_per_replica or w.samples_per_replica)
     topo = build_fabric(fab, p)
-    r = build_and_run(w, topo, abc, npu=npu, microbatches=m, samples_per_replica=B, granularity=granularity,
-                      stream_steps=stream_steps, memory=memory, wafers=level)
+    r = build_and_run(w, topo, st if isinstance(st, str) else abc, npu=npu, microbatches=m,
+                      samples_per_replica=B, granularity=granularity, stream_steps=stream_steps, memory=memory,
+                      wafers=level)
     W = level.wafers if level is not None else 1
     exposed = dict(r.exposed)
     if W > 1:
         exposed.setdefault(INTER_WAFER, 0.0)
-    return Estimate(workload=w.name, fabric=fab, strategy=format_strategy(abc), mode=w.mode,
+    return Estimate(workload=w.name, fabric=fab, strategy=format_strategy(abc, ep), mode=w.mode,
                     microbatches=r.microbatches or m, wafers=W, off_wafer=level.network.name if W > 1 else "",
                     samples_per_replica=B, minibatch=B * abc[1] * W, iteration_time=r.iteration_time,
                     compute_time=r.compute_time, compute_busy=r.compute_busy, exposed=exposed,
@@ -151,7 +158,10 @@ def estimate(workload, fabric, strategy=None, *, params=None, npu=None, microbat
                     paper_speedup=PAPER_SPEEDUPS.get(w.name, {}).get(fab), notes=list(r.notes),
                     preemptions=r.preemptions, memory_policy=r.memory_policy, memory_before=r.memory_before,
                     memory_states=r.memory_states, offload_bytes=r.offload_bytes, recompute_time=r.recompute_busy,
-                    memory_candidates=list(r.memory_candidates), hbm_capacity=npu.hbm_capacity, npu=npu.source)
+                    memory_candidates=list(r.memory_candidates), hbm_capacity=npu.hbm_capacity, npu=npu.source,
+                    all_to_all_source=(p.switch.all_to_all_source if topo.fred_switches
+                                       else "line rate (not a fabric of FRED switches)"),
+                    expert_parallel=ep)
 
 
 def multi_wafer(wafers=1, off_wafer=None, params=None):

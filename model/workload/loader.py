@@ -33,7 +33,7 @@ backward -- 2 + 2 per layer; embeddings (V d + s d) are tied with the output log
 A transformer file that gives any of the fields of Llama/Mixtral/DeepSeek-style models
 (``kv_heads``, ``gated_ffn``, ``ffn_hidden``, ``tied_embeddings``, ``experts``,
 ``experts_per_token``, ``expert_ffn_hidden``, ...; :data:`fred.model.workload.fields.MODERN_FIELDS`)
-is derived by :mod:`fred.model.workload.moe` instead: grouped-query attention, gated FFNs and
+is derived by :mod:`fred.model.workload.loader.moe` instead: grouped-query attention, gated FFNs and
 mixture-of-experts blocks (the bundled ``mixtral-8x7b`` and ``deepseek-moe-16b``).
 """
 
@@ -80,7 +80,7 @@ class Layer:
     core_saved: float = 0.0
     core_flops: float = 0.0
     core_mem_bytes: float = 0.0
-    expert_params: float = 0.0         # of params: routed experts' (split over EP; fred.model.workload.moe)
+    expert_params: float = 0.0         # of params: routed experts' (split over EP; fred.model.workload.loader.moe)
     a2a_bytes: float = 0.0             # bytes per sample dispatched to the experts (combine: as many)
 
 
@@ -101,6 +101,8 @@ class Workload:
     sweep_microbatches: object = None
     shape: dict = field(default_factory=dict)
     path: str = ""
+    #: expert parallelism this view of the workload is laid out for (:meth:`with_expert_parallel`)
+    expert_parallel: int = 1
 
     @property
     def params(self) -> float:
@@ -130,7 +132,7 @@ class Workload:
 
     @property
     def routing(self):
-        """The token routing of an MoE layer (:func:`fred.model.workload.moe.routing`), or None."""
+        """The token routing of an MoE layer (:func:`fred.model.workload.loader.moe.routing`), or None."""
         if not self.is_moe:
             return None
         sh = self.shape
@@ -143,6 +145,39 @@ class Workload:
         if r is None:
             return self.params
         return self.params - sum(l.expert_params for l in self.layers) * (1 - r.per_token / r.experts)
+
+    def expert_imbalance(self, ep: int | None = None) -> float:
+        """The busiest EP rank's expert tokens over the mean rank's (1 for a dense model or EP(1))."""
+        ep = self.expert_parallel if ep is None else ep
+        r = self.routing
+        return 1.0 if r is None or ep <= 1 else r.imbalance(ep)
+
+    def with_expert_parallel(self, ep: int) -> "Workload":
+        """The workload as one NPU of an EP(``ep``) group sees it: every experts layer holds
+        1/``ep`` of the experts (its parameters / ``ep``) and does the busiest rank's share of
+        the expert work (FLOPs, activation traffic and stored activations x
+        :meth:`expert_imbalance`; 1 at balanced routing). Refuses (FredError) EP(``ep``) for a
+        dense workload and one that does not divide the experts."""
+        if ep == self.expert_parallel:
+            return self
+        if self.expert_parallel != 1:
+            raise FredError(f"{self.name}: already laid out for EP({self.expert_parallel})")
+        if ep < 1:
+            raise FredError(f"EP({ep}) must be >= 1")
+        if ep > 1 and not self.is_moe:
+            raise FredError(f"EP({ep}) needs a mixture-of-experts workload; {self.name} has no experts")
+        if ep > 1 and self.experts % ep:
+            raise FredError(f"EP({ep}) must divide the {self.experts} experts of {self.name}")
+        k = self.expert_imbalance(ep)
+        layers = []
+        for l in self.layers:
+            if l.expert_params:
+                l = replace(l, params=l.params / ep, expert_params=l.expert_params / ep, fwd_flops=l.fwd_flops * k,
+                            bwd_flops=l.bwd_flops * k, fwd_mem_bytes=l.fwd_mem_bytes * k,
+                            saved_bytes=None if l.saved_bytes is None else l.saved_bytes * k,
+                            saved_split=l.saved_split * k)
+            layers.append(l)
+        return replace(self, layers=tuple(layers), expert_parallel=ep)
 
     def with_mode(self, mode: str) -> "Workload":
         return replace(self, mode=_check_mode(mode, self.name))
