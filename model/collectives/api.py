@@ -68,21 +68,15 @@ def _normalize_groups(topo, group):
 
 def expand(sim: TaskGraph, op, group, nbytes, deps=(), algorithm=None, chunks=None, label="", root=None, io=None,
            skew=1.0, repeats=1):
-    """Add collective ``op`` to ``sim``; returns the TaskId of the whole collective.
-
-    All-to-all only: ``skew`` (>= 1) is the busiest port's bytes over an even all-to-all's (an
-    uneven all-to-all, e.g. MoE token routing, is simulated as an even one of the busiest port's
-    bytes: its bound); ``repeats`` is how many all-to-alls of ``nbytes / repeats`` the task stands
-    for (each pays the switch's configuration cost). See :func:`all_to_all_bytes`."""
+    """Add collective ``op`` to ``sim``; returns the TaskId of the whole collective (all-to-all:
+    ``skew`` and ``repeats`` as :func:`all_to_all_bytes`)."""
     op = canonical_op(op)
     nb = check_bytes(nbytes)
     if chunks is not None and chunks != "plan":
         if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
             raise ValueError(f"chunks must be a positive integer, None or 'plan', got {chunks!r}")
     groups = _normalize_groups(sim.topo, group)
-    config_s = 0.0
-    if op == "all-to-all":
-        nb, config_s = all_to_all_bytes(sim, groups, nb, skew, repeats)
+    nb, config_s = all_to_all_bytes(sim, groups, nb, skew, repeats) if op == "all-to-all" else (nb, 0.0)
     dl = sim.check_deps(deps)
     lab = sim.label_id(label or op)
     begin = int(sim.add_delays(1, config_s, lab)[0])
@@ -155,7 +149,9 @@ def expand(sim: TaskGraph, op, group, nbytes, deps=(), algorithm=None, chunks=No
 
 def all_to_all_bytes(sim: TaskGraph, groups, nb: float, skew: float = 1.0, repeats: int = 1):
     """(bytes to simulate at line rate, configuration seconds) of an all-to-all of ``nb`` bytes
-    per NPU over ``groups`` (lists of NPU ids) whose busiest port carries ``skew`` x an even share.
+    per NPU over ``groups`` (lists of NPU ids) whose busiest port carries ``skew`` x an even share
+    (an uneven all-to-all, e.g. MoE token routing, is simulated as an even one of the busiest
+    port's bytes: its bound), standing for ``repeats`` all-to-alls of ``nb / repeats`` each.
 
     On a fabric of FRED switches whose timing carries the switch's measured all-to-all
     throughput (:class:`fred.model.system.timing.AllToAllTiming`), the bytes move at that share of line

@@ -209,6 +209,8 @@ def _expert_view(w, strategy, abc, mode):
     ep = expert_parallel(strategy or w.strategy) if isinstance(strategy or w.strategy, str) else 1
     if not isinstance(strategy, str) and w.expert_parallel > 1:
         ep = w.expert_parallel
+    if ep > 1 and not w.is_moe:
+        raise FredError(f"EP({ep}) needs a mixture-of-experts workload; {w.name} has no experts")
     if ep > 1 and mode == "weight-streaming":
         raise FredError(f"EP({ep}) runs weight-stationary only (weight streaming streams every expert to "
                         f"every replica); use --mode weight-stationary or a strategy without EP")

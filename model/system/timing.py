@@ -45,7 +45,7 @@ class AllToAllTiming:
       fraction of its bound (the busiest port's flits at one flit per cycle);
     * ``config_cycles_per_phase`` x phases -- the configuration cost of a precompiled all-to-all
       (``phases_uniform`` phases on ``ports`` ports; 0 for online routing, whose rounds are inside
-      its throughput); ``by_ports``: the section's per-port-count figures, when given.
+      its throughput); ``by_ports``: the section's figures per switch size (port count -> methods).
     """
     method: str
     uniform: float
@@ -72,10 +72,10 @@ class AllToAllTiming:
         permutations an all-to-all needs (``k - 1`` of ``ports - 1``)."""
         if not self.config_cycles_per_phase or k < 2:
             return 0
-        rec = (self.by_ports or {}).get(str(k))
-        if isinstance(rec, dict) and isinstance(rec.get("phases_uniform"), (int, float)) \
-                and not isinstance(rec.get("phases_uniform"), bool) and rec["phases_uniform"] >= 0:
-            return int(math.ceil(rec["phases_uniform"]))
+        rec = ((self.by_ports or {}).get(str(k)) or {}).get(self.method)     # by_ports: port count -> methods
+        n = rec.get("phases_uniform") if isinstance(rec, dict) else None
+        if isinstance(n, (int, float)) and not isinstance(n, bool) and math.isfinite(n) and n >= 0:
+            return int(math.ceil(n))
         if self.ports < 2:
             return k - 1
         return int(math.ceil(self.phases_uniform * (k - 1) / (self.ports - 1)))
