@@ -70,7 +70,7 @@ def _algorithm(text):
 def a2a_method(text):
     """``--all-to-all-method``: precompiled or online (the timing file's all_to_all methods)."""
     from fred.contract.checks import check_choice
-    from fred.model.system.timing import A2A_METHODS
+    from fred.model.system import A2A_METHODS
 
     return check_choice("--all-to-all-method", text, A2A_METHODS)
 
@@ -89,7 +89,7 @@ def apply_a2a_method(timing, method):
     if method is None:
         return timing
     if timing is None:
-        from fred.model.system.params import default_params
+        from fred.model.system import default_params
 
         timing = default_params().switch
     if timing.all_to_all is None:

@@ -301,7 +301,7 @@ def table_cols(rows) -> tuple:
 
 def a2a_lines(rows) -> list:
     """For rows with expert parallelism: what each fabric moves an all-to-all at (one line)."""
-    from fred.model.system.params import variant
+    from fred.model.system import variant
 
     seen = {}
     for e in rows:

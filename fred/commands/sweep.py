@@ -56,7 +56,7 @@ def sweep_strategies(w, npus):
     """(strategy, (MP, DP, PP)) of a sweep: every MP x DP x PP = ``npus``; for a
     mixture-of-experts workload also every EP(e) that divides both the DP replicas and the
     experts (EP(1) included; weight-stationary only), as strategy text."""
-    from fred.model.collectives.groups import all_strategies, format_strategy
+    from fred.model.collectives import all_strategies, format_strategy
 
     out = []
     for abc in all_strategies(npus):

@@ -66,7 +66,7 @@ pipeline fill/drain) or exposed communication of one kind (mp, dp, pp, stream, i
 The parts sum exactly to the iteration time.
 
 Expert parallelism (mixture-of-experts workloads, strategy ``MP(a)-EP(e)-DP(b)-PP(c)``;
-:mod:`fred.model.collectives.groups`, :mod:`fred.model.workload.moe`): the ``e x b`` replicas run as
+:mod:`fred.model.collectives.strategy`, :mod:`fred.model.workload.loader.moe`): the ``e x b`` replicas run as
 DP replicas for every non-expert weight; each NPU holds 1/e of every MoE layer's experts
 and does the busiest EP rank's share of their work (the routing skew). Every MoE layer moves its
 tokens to their experts (dispatch) and back (combine) by all-to-all over its EP group, in forward

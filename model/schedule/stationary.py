@@ -5,7 +5,7 @@ step, activation offloading)."""
 from __future__ import annotations
 
 from fred.model.workload import compute as C
-from fred.model.collectives.groups import ep_groups, expert_dp_groups
+from fred.model.collectives import ep_groups, expert_dp_groups
 from .layout import chunk, dp_groups, mb_groups, mp_groups, pp_pairs
 from .offload import Offload
 

@@ -33,7 +33,7 @@ backward -- 2 + 2 per layer; embeddings (V d + s d) are tied with the output log
 A transformer file that gives any of the fields of Llama/Mixtral/DeepSeek-style models
 (``kv_heads``, ``gated_ffn``, ``ffn_hidden``, ``tied_embeddings``, ``experts``,
 ``experts_per_token``, ``expert_ffn_hidden``, ...; :data:`fred.model.workload.fields.MODERN_FIELDS`)
-is derived by :mod:`fred.model.workload.loader.moe` instead: grouped-query attention, gated FFNs and
+is derived by :mod:`fred.model.workload.moe` instead: grouped-query attention, gated FFNs and
 mixture-of-experts blocks (the bundled ``mixtral-8x7b`` and ``deepseek-moe-16b``).
 """
 
@@ -80,7 +80,7 @@ class Layer:
     core_saved: float = 0.0
     core_flops: float = 0.0
     core_mem_bytes: float = 0.0
-    expert_params: float = 0.0         # of params: routed experts' (split over EP; fred.model.workload.loader.moe)
+    expert_params: float = 0.0         # of params: routed experts' (split over EP; fred.model.workload.moe)
     a2a_bytes: float = 0.0             # bytes per sample dispatched to the experts (combine: as many)
 
 
@@ -132,7 +132,7 @@ class Workload:
 
     @property
     def routing(self):
-        """The token routing of an MoE layer (:func:`fred.model.workload.loader.moe.routing`), or None."""
+        """The token routing of an MoE layer (:func:`fred.model.workload.moe.routing`), or None."""
         if not self.is_moe:
             return None
         sh = self.shape

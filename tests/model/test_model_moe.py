@@ -6,9 +6,8 @@ import math
 import pytest
 
 from fred import FredError
-from fred.model.collectives.groups import ep_groups, expert_dp_groups, expert_parallel, parse_strategy
-from fred.model.workload.loader import load_workload, workload_from_dict
-from fred.model.workload.moe import routing
+from fred.model.collectives import ep_groups, expert_dp_groups, expert_parallel, parse_strategy
+from fred.model.workload import load_workload, routing, workload_from_dict
 
 MOE = ("mixtral-8x7b", "deepseek-moe-16b")
 
@@ -116,7 +115,7 @@ import subprocess
 import sys
 
 from fred.contract.timing import READ_VERSIONS, TimingFileError, default_timing_path, load_timing
-from fred.model.system.timing import NO_A2A_SECTION, all_to_all_timing, switch_timing
+from fred.model.system import NO_A2A_SECTION, all_to_all_timing, switch_timing
 
 #: made-up figures of the section's shape (what `fred characterize` writes from schema 5)
 PRE, ONLINE = 0.9, 0.3
@@ -216,7 +215,7 @@ def test_a2a_method_refusals(a2a_timing):
 # ---- MoE training ------------------------------------------------------------------------------------
 
 def _params(timing_path, method):
-    from fred.model.system.params import default_params
+    from fred.model.system import default_params
 
     sw = switch_timing(load_timing(timing_path))
     return default_params().replace(switch=sw.with_all_to_all_method(method))
@@ -225,7 +224,7 @@ def _params(timing_path, method):
 def test_moe_iteration_slower_with_online_all_to_all(a2a_timing):
     """The mechanism: an MoE iteration on Fred-D is slower with the online all-to-all figure than
     with the precompiled one, by its exposed all-to-all; the mesh does not see the switch."""
-    from fred.model.training.estimate import estimate
+    from fred.model.training import estimate
 
     kw = dict(samples_per_replica=2)
     pre = estimate("deepseek-moe-16b", "fred-d", params=_params(a2a_timing, "precompiled"), **kw)
@@ -244,8 +243,8 @@ def test_moe_iteration_slower_with_online_all_to_all(a2a_timing):
 def test_moe_skew_and_ep_mechanism():
     """More routing skew: more expert compute on the busiest rank and a longer all-to-all; EP(1)
     has no all-to-all; expert parameters are split over EP."""
-    from fred.model.training.estimate import estimate
-    from fred.model.schedule.memory import stationary_memory
+    from fred.model.training import estimate
+    from fred.model.schedule import stationary_memory
 
     raw = {"name": "moe-tiny", "kind": "transformer", "layers": 4, "hidden": 1024, "heads": 8, "kv_heads": 2,
            "seq": 512, "vocab": 1000, "experts": 8, "experts_per_token": 2, "expert_ffn_hidden": 2048,

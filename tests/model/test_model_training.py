@@ -129,7 +129,7 @@ def test_balanced_split_and_units():
 
 
 def test_stationary_memory_check():
-    from fred.model.schedule.iteration import stationary_memory
+    from fred.model.schedule import stationary_memory
     w = load_workload("transformer-17b")
     states = 17.18e9 / 4 * (2 + 14 / 5)            # params per NPU x (fp16 weight + ZeRO-2 shards / DP)
     full = stationary_memory(w, (2, 5, 2), 8, 16)
@@ -142,7 +142,7 @@ def test_stationary_memory_check():
     # full recomputation keeps one 2 s h input per transformer layer and sequence, plus the
     # working set of one layer being recomputed (one microbatch of 2 sequences)
     from fred.model.workload import memory as M
-    from fred.model.schedule.iteration import memory_plan
+    from fred.model.schedule import memory_plan
     from fred.model.schedule.layout import plan_layout
     lay = plan_layout(w, (2, 5, 2), "weight-stationary", C.default_npu(), 4, 4)
     plan = memory_plan(w, (2, 5, 2), lay, M.POLICIES["recompute"], 8, 16, C.default_npu())
