@@ -17,11 +17,12 @@ from fred.model.training import PAPER_BAND
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff",
                  ".webp")
 
-KIND_ORDER = ("compute", "input", "dp", "mp", "pp", "stream", "offload")
+KIND_ORDER = ("compute", "input", "dp", "mp", "pp", "stream", "offload", "ep")
 KIND_LABEL = {"compute": "compute", "input": "input load", "dp": "exposed DP", "mp": "exposed MP", "pp": "exposed PP",
-              "stream": "exposed weight streaming", "offload": "exposed activation offload"}
+              "stream": "exposed weight streaming", "offload": "exposed activation offload",
+              "ep": "exposed all-to-all (EP)"}
 KIND_COLOR = {"compute": "#4c72b0", "input": "#8c8c8c", "dp": "#dd8452", "mp": "#55a868", "pp": "#c44e52",
-              "stream": "#8172b3", "offload": "#937860"}
+              "stream": "#8172b3", "offload": "#937860", "ep": "#da8bc3"}
 
 
 def _plt():

@@ -67,6 +67,41 @@ def _algorithm(text):
     return canonical_algorithm(text)
 
 
+def a2a_method(text):
+    """``--all-to-all-method``: precompiled or online (the timing file's all_to_all methods)."""
+    from fred.contract.checks import check_choice
+    from fred.model.system import A2A_METHODS
+
+    return check_choice("--all-to-all-method", text, A2A_METHODS)
+
+
+#: help of --all-to-all-method (estimate, sweep, scan and collective share it)
+A2A_HELP = ("how the FRED switch routes an all-to-all, whose measured throughput (the timing file's "
+            "all_to_all section) the model moves its bytes at: precompiled (permutation phases run back to "
+            "back from the phase table) or online (routed round by round); default: the file's "
+            "default_method; refused when the timing file has no all_to_all section (all-to-all then at "
+            "line rate)")
+
+
+def apply_a2a_method(timing, method):
+    """``timing`` (None: the embedded default's) with the all-to-all figures of ``method``
+    (None: unchanged); ValueError naming the option when the timing has no such figures."""
+    if method is None:
+        return timing
+    if timing is None:
+        from fred.model.system import default_params
+
+        timing = default_params().switch
+    if timing.all_to_all is None:
+        raise ValueError(f"--all-to-all-method {method}: the switch timing has no all_to_all section (a timing "
+                         f"file of schema 5 from `fred characterize` has; give it with --timing): "
+                         f"{timing.source}")
+    try:
+        return timing.with_all_to_all_method(method)
+    except ValueError as exc:
+        raise ValueError(f"--all-to-all-method {method}: {exc}") from None
+
+
 def add_arguments(p):
     from .options import MAX_BYTES, ListOption, choice, integer, name, number, size
 
@@ -108,6 +143,8 @@ def add_arguments(p):
                    help="bytes per GB for --network bandwidths (default 1e9; 1073741824 = upstream ASTRA-sim)")
     p.add_argument("--timing", type=name("--timing"), metavar="FILE",
                    help="switch timing from a `fred characterize` timing file ('default': the embedded one)")
+    p.add_argument("--all-to-all-method", "--a2a-method", type=choice("--all-to-all-method", a2a_method),
+                   dest="a2a_method", metavar="METHOD", default=None, help=A2A_HELP + " (only --op all-to-all)")
     from .estimate import MAX_BER, bit_error_help
 
     p.add_argument("--bit-error-rate", type=number("--bit-error-rate", 0, MAX_BER), metavar="BER",
@@ -137,6 +174,10 @@ def _check(args):
         refuse_unused("--in-network-dims", args.in_network_dims, "only applies with --network")
         if args.fabric and "all" in args.fabric and len(args.fabric) > 1:
             raise ValueError(f"--fabric {','.join(args.fabric)}: 'all' already names every fabric")
+    if args.op != "all-to-all" and not args.chakra:
+        refuse_unused("--all-to-all-method", args.a2a_method, f"only applies to --op all-to-all, not {args.op}")
+    if args.network:
+        refuse_unused("--all-to-all-method", args.a2a_method, "only applies with --fabric (the FRED switches)")
     if args.op not in ROOT_OPS:
         refuse_unused("--root", args.root, f"does not apply to {args.op} (only to {', '.join(ROOT_OPS)})")
     if args.op not in SIZED_OPS and not args.chakra:
@@ -240,6 +281,8 @@ def _result(topo, r, strat, groups, args) -> dict:
         "algorithm_bandwidth_Bps": d["algorithm_bandwidth_Bps"],
         "npu_effective_bandwidth_Bps": d["npu_effective_bandwidth_Bps"],
         "flows": d["flows"], "events": d["events"], "switch_timing_source": d["timing_source"],
+        **({k: d[k] for k in ("all_to_all_source", "all_to_all_method", "all_to_all_fraction_of_line_rate",
+                               "all_to_all_config_s")} if "all_to_all_source" in d else {}),
         "busiest_links": [{"link": b["link"], "utilization": b["utilization"], "bytes": b["bytes"]}
                           for b in d["busiest_links"]],
         "group_text": strat or " + ".join(_fmt_group(g) for g in groups),
@@ -268,6 +311,7 @@ def run(args):
         from fred.model.system import switch_timing
 
         timing = switch_timing(load_timing(None if args.timing == "default" else args.timing))
+    timing = apply_a2a_method(timing, args.a2a_method)
     if args.chakra:
         return _run_chakra(args, timing)
     plan = []
@@ -304,6 +348,9 @@ def run(args):
         print("  ".join(c.ljust(w) for c, w in zip(l, widths)).rstrip())
     srcs = sorted({d["switch_timing_source"] for d in rows})
     print(f"switch timing: {'; '.join(srcs)}")
+    a2a = sorted({d["all_to_all_source"] for d in rows if "all_to_all_source" in d})
+    if a2a:
+        print(f"all-to-all: {'; '.join(a2a)}")
     if len(rows) == 1 and rows[0]["busiest_links"]:
         bl = rows[0]["busiest_links"][0]
         print(f"busiest link: {bl['link']} ({100 * bl['utilization']:.0f}% of {fmt_time(rows[0]['time_s'])}); "

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from .labels import POLICY_SHORT, bit_error_help, memory_cell, memory_line  # noqa: F401  (shared with sweep, scan)
+from .labels import (  # noqa: F401  (shared with sweep, scan)
+    COL_TITLES, COLS, POLICY_SHORT, a2a_lines, bit_error_help, memory_cell, memory_line, table_cols)
 
 HELP = ("training-time estimates for each workload x fabric (mesh, Fred-A..D, torus, switched, switched-inr), "
         "with exposed-communication breakdown")
 
-COLS = ("compute", "dp", "mp", "pp", "stream", "input", "offload")
-COL_TITLES = {"compute": "compute", "dp": "DP", "mp": "MP", "pp": "PP", "stream": "wstream", "input": "input",
-              "offload": "offload", "inter_wafer": "inter"}
 
 #: bounds of the options (what the model is meant for, or what a run costs on the 2-core machine)
 MIN_RATE = 1e-3            # least speed, bandwidth or capacity (TFLOP/s, TB/s, GB/s, GB, GHz)
@@ -88,6 +86,10 @@ def add_hardware_arguments(p):
     g.add_argument("--timing", type=name("--timing"), metavar="FILE", default=None,
                    help="switch timing from a `fred characterize` timing file ('default': the embedded one, "
                         "also the default)")
+    from .collective import A2A_HELP, a2a_method
+
+    g.add_argument("--all-to-all-method", "--a2a-method", type=choice("--all-to-all-method", a2a_method),
+                   dest="a2a_method", metavar="METHOD", default=None, help=A2A_HELP)
     g.add_argument("--switch-cycles", type=number("--switch-cycles", 0, MAX_CYCLES), metavar="N",
                    help=f"switch traversal latency in cycles (0..{MAX_CYCLES:g}; overrides the timing file's)")
     g.add_argument("--switch-ghz", type=number("--switch-ghz", MIN_RATE, MAX_GHZ), metavar="GHZ",
@@ -173,6 +175,10 @@ def hardware_from_args(args):
     if sw:
         sw["source"] = "command line: " + ", ".join(f"{k}={v}" for k, v in sw.items())
         ch["switch"] = dataclasses.replace(ch.get("switch", p.switch), **sw)
+    if getattr(args, "a2a_method", None):
+        from .collective import apply_a2a_method
+
+        ch["switch"] = apply_a2a_method(ch.get("switch", p.switch), args.a2a_method)
     if ch:
         p = p.replace(**ch)
     n, given = {}, []
@@ -221,8 +227,9 @@ def add_arguments(p):
     from .options import ListOption, choice, integer, name, number
 
     p.add_argument("--workload", "-w", action=ListOption, item=choice("--workload", _workload), metavar="NAMES",
-                   help="workload(s): resnet-152, transformer-17b, gpt3-175b, transformer-1t, or a workload YAML "
-                        "file (repeat or comma-separate; default all)")
+                   help="workload(s): resnet-152, transformer-17b, gpt3-175b, transformer-1t, mixtral-8x7b, "
+                        "deepseek-moe-16b, or a workload YAML file (repeat or comma-separate; default the "
+                        "paper's four)")
     p.add_argument("--fabric", "-f", action=ListOption, item=choice("--fabric", _fabric), metavar="NAMES",
                    help="fabric(s): mesh, fred-a, fred-b, fred-c, fred-d, torus, switched, switched-inr (repeat or "
                         "comma-separate; default mesh and fred-a..d; the mesh is always simulated as the reference)")
@@ -253,11 +260,11 @@ def add_arguments(p):
 def check_microbatches(workloads, microbatches, samples) -> None:
     """--microbatches of at most the samples per replica of every workload (a microbatch holds
     at least one sample), before any simulation."""
-    from fred.model.workload import list_workloads, load_workload
+    from fred.model.workload import default_workloads, load_workload
 
     if microbatches is None:
         return
-    for wn in workloads or list_workloads():
+    for wn in workloads or default_workloads():
         w = load_workload(wn)
         b = samples if samples is not None else w.samples_per_replica
         if microbatches > b:
@@ -268,11 +275,11 @@ def check_microbatches(workloads, microbatches, samples) -> None:
 def check_mode_options(workloads, mode, granularity, stream_steps) -> None:
     """--granularity shapes weight-stationary runs and --stream-steps weight-streaming ones:
     each is refused when no selected workload runs in its mode (before any simulation)."""
-    from fred.model.workload import list_workloads, load_workload
+    from fred.model.workload import default_workloads, load_workload
 
     if granularity is None and stream_steps is None:
         return
-    modes = {mode or load_workload(wn).mode for wn in (workloads or list_workloads())}
+    modes = {mode or load_workload(wn).mode for wn in (workloads or default_workloads())}
     for opt, value, needs in (("--granularity", granularity, "weight-stationary"),
                               ("--stream-steps", stream_steps, "weight-streaming")):
         if value is not None and needs not in modes:
@@ -296,9 +303,10 @@ def format_table(rows, timing_source, npu=None) -> str:
     from fred.model.system import variant
     from fred.model.training import PAPER_BAND
 
-    out = [f"switch timing: {timing_source}"]
+    out = [f"switch timing: {timing_source}"] + a2a_lines(rows)
     if npu is not None:
         out.append(npu_line(npu))
+    sw = max([18] + [len(e.strategy) for e in rows])
     out.append("times in ms per iteration; compute = compute on the critical path (pipeline fill and drain included), "
                "which with the exposed communication makes the iteration; speedup = mesh / fabric; memory = policy "
                "and GB per NPU with all activations in HBM -> as run")
@@ -307,11 +315,11 @@ def format_table(rows, timing_source, npu=None) -> str:
                    "specify; `fred scan` (and the end of `make run`) finds the NPU speed at which the model comes within "
                    f"{PAPER_BAND:.0%} of it")
     out += memory_line(rows)
-    cols = COLS + (("inter_wafer",) if any(getattr(e, "wafers", 1) > 1 for e in rows) else ())
+    cols = table_cols(rows) + (("inter_wafer",) if any(getattr(e, "wafers", 1) > 1 for e in rows) else ())
     for w in sorted({(e.wafers, e.off_wafer) for e in rows if getattr(e, "wafers", 1) > 1}):
         out.append(f"wafers: {w[0]}, data parallel across wafers on the off-wafer network {w[1]}; "
                    f"inter = exposed inter-wafer gradient exchange")
-    hdr = (f"{'workload':16} {'fabric':7} {'strategy':18} {'iter':>10} " + " ".join(f"{COL_TITLES[c]:>10}" for c in cols)
+    hdr = (f"{'workload':16} {'fabric':7} {'strategy':{sw}} {'iter':>10} " + " ".join(f"{COL_TITLES[c]:>10}" for c in cols)
            + f" {'speedup':>8} {'paper':>6}  memory")
     out.append(hdr)
     out.append("-" * len(hdr))
@@ -320,7 +328,7 @@ def format_table(rows, timing_source, npu=None) -> str:
         vals = [e.critical_path_compute] + [e.exposed.get(c, 0.0) for c in cols[1:]]
         paper = f"{e.paper_speedup:6.2f}" if e.paper_speedup else f"{'':6}"
         sp = f"{e.speedup:8.3f}" if e.speedup is not None else f"{'':8}"
-        out.append(f"{e.workload:16} {variant(e.fabric).display:7} {e.strategy:18} {_fmt_ms(e.iteration_time)} "
+        out.append(f"{e.workload:16} {variant(e.fabric).display:7} {e.strategy:{sw}} {_fmt_ms(e.iteration_time)} "
                    + " ".join(_fmt_ms(v) for v in vals) + f" {sp} {paper}  "
                    + memory_cell(e, mesh_policy.get((e.workload, e.strategy))))
     notes = sorted({f"{e.workload}: {n}" for e in rows for n in e.notes})

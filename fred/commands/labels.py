@@ -1,9 +1,13 @@
 """Lines the training commands (``fred estimate``, ``fred sweep``, ``fred scan``, ``fred
-collective``) share: the memory policy of a row and of a comparison, and the --bit-error-rate
+collective``) share: the breakdown columns, what an all-to-all runs at, the memory policy of a row and of a comparison, and the --bit-error-rate
 help with the range the embedded timing default covers."""
 
 from __future__ import annotations
 
+#: the breakdown columns of the training tables and their titles
+COLS = ("compute", "dp", "mp", "pp", "stream", "input", "offload")
+COL_TITLES = {"compute": "compute", "dp": "DP", "mp": "MP", "pp": "PP", "stream": "wstream", "input": "input",
+              "offload": "offload", "inter_wafer": "inter", "ep": "EP a2a"}
 #: short names of the memory policies in tables
 POLICY_SHORT = {"none": "none", "selective": "sel", "recompute": "rec", "offload": "off",
                 "selective+offload": "sel+off", "recompute+offload": "rec+off"}
@@ -46,3 +50,20 @@ def bit_error_help(what: str) -> str:
              "give a --timing file of schema 4")
     return (f"bit-error rate of {what} ({reach}; default: error-free): links are derated by the Go-Back-N goodput "
             f"measured on the switch RTL")
+
+
+def table_cols(rows) -> tuple:
+    """The breakdown columns: :data:`COLS`, and ``ep`` (exposed all-to-all) when a row runs
+    expert parallelism."""
+    return COLS + (("ep",) if any(getattr(e, "expert_parallel", 1) > 1 for e in rows) else ())
+
+
+def a2a_lines(rows) -> list:
+    """For rows with expert parallelism: what each fabric moves an all-to-all at (one line)."""
+    from fred.model.system import variant
+
+    seen = {}
+    for e in rows:
+        if getattr(e, "expert_parallel", 1) > 1:
+            seen.setdefault(e.all_to_all_source, []).append(variant(e.fabric).display)
+    return [f"all-to-all ({', '.join(dict.fromkeys(f))}): {src}" for src, f in seen.items()]

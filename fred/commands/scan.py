@@ -164,7 +164,8 @@ def format_speedups(r) -> list:
 def format_detail(r) -> list:
     from fred.commands.estimate import COLS
 
-    kinds = COLS[1:] + (("inter_wafer",) if any("inter_wafer" in p.exposed for p in r.points.values()) else ())
+    kinds = COLS[1:] + (("inter_wafer",) if any("inter_wafer" in p.exposed for p in r.points.values()) else ()) \
+        + (("ep",) if any((p.exposed or {}).get("ep") for p in r.points.values()) else ())
     hdr = (f"{'workload':16} {'samples':>7} {'k':>8} {'fabric':7} {'iter ms':>10} {'compute':>10} "
            + " ".join(f"{k:>9}" for k in kinds) + f" {'speedup':>8}  memory")
     out = ["Every point (ms per iteration; exposed communication by kind on the critical path)", hdr, "-" * len(hdr)]

@@ -38,17 +38,33 @@ def sweep_job(job):
     from fred.model.collectives import format_strategy
 
     w, f, abc, m, rule, p, npu, kw = job
+    text = abc if isinstance(abc, str) else format_strategy(abc)
     try:
         e = estimate(w, f, abc, params=p, npu=npu, microbatches=m, samples_per_replica=rule, **dict(kw))
-        return {"strategy": format_strategy(abc), "fabric": f, "estimate": e, "error": None}
+        return {"strategy": text, "fabric": f, "estimate": e, "error": None}
     except FredError as exc:
-        return {"strategy": format_strategy(abc), "fabric": f, "estimate": None, "error": str(exc)}
+        return {"strategy": text, "fabric": f, "estimate": None, "error": str(exc)}
 
 
 def _job_label(job):
     from fred.model.collectives import format_strategy
 
-    return f"{job[0].name} {format_strategy(job[2])} on {job[1]}"
+    return f"{job[0].name} {job[2] if isinstance(job[2], str) else format_strategy(job[2])} on {job[1]}"
+
+
+def sweep_strategies(w, npus):
+    """(strategy, (MP, DP, PP)) of a sweep: every MP x DP x PP = ``npus``; for a
+    mixture-of-experts workload also every EP(e) that divides both the DP replicas and the
+    experts (EP(1) included; weight-stationary only), as strategy text."""
+    from fred.model.collectives import all_strategies, format_strategy
+
+    out = []
+    for abc in all_strategies(npus):
+        out.append((abc, abc))
+        if w.is_moe and w.mode == "weight-stationary":
+            out += [(format_strategy(abc, e), abc) for e in range(2, abc[1] + 1)
+                    if abc[1] % e == 0 and w.experts % e == 0]
+    return out
 
 
 def sweep(workload="transformer-17b", fabrics=("mesh", "fred-d"), rule=40, *, params=None, npu=None, mode=None,
@@ -65,7 +81,6 @@ def sweep(workload="transformer-17b", fabrics=("mesh", "fred-d"), rule=40, *, pa
 
     from fred.model.training import resolve_fabrics
     from fred.model.workload import DEFAULT_POLICY
-    from fred.model.collectives import all_strategies
     from fred.model.system import default_params
     from fred.model.workload import load_workload, sweep_microbatches
 
@@ -81,9 +96,9 @@ def sweep(workload="transformer-17b", fabrics=("mesh", "fred-d"), rule=40, *, pa
     shared = (opts.get("memory", DEFAULT_POLICY) == "auto" and opts.get("memory_choice", "shared") == "shared")
     kw = tuple(sorted(opts.items()))
     plan = []
-    for abc in all_strategies(p.npus):
+    for st, abc in sweep_strategies(w, p.npus):
         m = sweep_microbatches(w, abc[2], rule) if (abc[2] > 1 or w.mode == "weight-streaming") else 1
-        plan.append((abc, m))
+        plan.append((st, m))
     run = map_fn or (lambda fn, jobs, desc=None, label=None: [fn(j) for j in jobs])
     desc = f"fred sweep {w.name}"
     if shared:
@@ -165,7 +180,7 @@ def summary(results, fabric="fred-d"):
 
 
 def format_sweep(results, summ, timing_source, workload, rule, npu=None) -> str:
-    from fred.commands.estimate import memory_cell, memory_line, npu_line
+    from fred.commands.estimate import a2a_lines, memory_cell, memory_line, npu_line
     from fred.model.system import variant
 
     ok = [r["estimate"] for r in results if r["estimate"] is not None]
@@ -173,9 +188,15 @@ def format_sweep(results, summ, timing_source, workload, rule, npu=None) -> str:
              f"{workload}: every MP x DP x PP = 20 strategy, minibatch = DP x {rule}; times per sample in microseconds; "
              "compute = compute on the critical path (pipeline fill and drain included), which with the exposed "
              "DP, MP, PP and other (weight streaming + input + activation offload, + inter-wafer with --wafers) makes "
-             "the iteration; memory = policy, GB per NPU with all activations in HBM -> as run"] + memory_line(ok)
-    hdr = (f"{'strategy':18} {'fabric':7} {'mb':>4} {'iter ms':>10} {'us/sample':>10} {'compute':>9} {'DP':>9} {'MP':>9}"
-           f" {'PP':>9} {'other':>8} {'speedup':>8}  memory")
+             "the iteration; memory = policy, GB per NPU with all activations in HBM -> as run"]
+    moe = any(r["estimate"] is not None and r["estimate"].expert_parallel > 1 for r in results)
+    sw = max([18] + [len(r["strategy"]) for r in results])
+    if moe:
+        lines[-1] = lines[-1].replace("every MP x DP x PP = 20 strategy", "every MP x EP x DP x PP = 20 strategy")
+        lines.append("EP = exposed all-to-all (MoE token dispatch and combine); " + "; ".join(a2a_lines(ok)))
+    lines += memory_line(ok)
+    hdr = (f"{'strategy':{sw}} {'fabric':7} {'mb':>4} {'iter ms':>10} {'us/sample':>10} {'compute':>9} {'DP':>9} {'MP':>9}"
+           f" {'PP':>9}" + (f" {'EP':>9}" if moe else "") + f" {'other':>8} {'speedup':>8}  memory")
     lines.append(hdr)
     lines.append("-" * len(hdr))
     mesh_policy = {r["strategy"]: r["estimate"].memory_policy for r in results
@@ -183,14 +204,15 @@ def format_sweep(results, summ, timing_source, workload, rule, npu=None) -> str:
     for r in results:
         e = r["estimate"]
         if e is None:
-            lines.append(f"{r['strategy']:18} {variant(r['fabric']).display:7} INFEASIBLE, skipped: {r['error']}")
+            lines.append(f"{r['strategy']:{sw}} {variant(r['fabric']).display:7} INFEASIBLE, skipped: {r['error']}")
             continue
         per = lambda v: v / e.minibatch * 1e6
         other = sum(e.exposed.get(k, 0) for k in ("stream", "input", "offload", "inter_wafer"))
         sp = f"{e.speedup:8.3f}" if e.speedup else f"{'':8}"
-        lines.append(f"{e.strategy:18} {variant(e.fabric).display:7} {e.microbatches:4d} {e.iteration_time * 1e3:10.3f} "
+        lines.append(f"{e.strategy:{sw}} {variant(e.fabric).display:7} {e.microbatches:4d} {e.iteration_time * 1e3:10.3f} "
                      f"{per(e.iteration_time):10.2f} {per(e.critical_path_compute):9.2f} {per(e.exposed.get('dp', 0)):9.2f} "
-                     f"{per(e.exposed.get('mp', 0)):9.2f} {per(e.exposed.get('pp', 0)):9.2f} {per(other):8.2f} {sp}"
+                     f"{per(e.exposed.get('mp', 0)):9.2f} {per(e.exposed.get('pp', 0)):9.2f}"
+                     + (f" {per(e.exposed.get('ep', 0)):9.2f}" if moe else "") + f" {per(other):8.2f} {sp}"
                      f"  {memory_cell(e, mesh_policy.get(e.strategy))}")
     bad = sorted({r["strategy"] for r in results if r["estimate"] is None})
     if bad:

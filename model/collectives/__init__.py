@@ -6,32 +6,32 @@ of a strategy, and running a set of collectives through the simulator.
 from .algorithms import (
     ALGORITHMS, DEFAULT_CHUNKS, OPS, build_plan, canonical_algorithm, canonical_op, default_algorithm,
     io_tree_order)
-from .api import CollectiveResult, collective_time, expand, io_rate_bound, io_tree_load
+from .api import CollectiveResult, all_to_all_bytes, collective_time, expand, io_rate_bound, io_tree_load
 from .bounds import FACTORS, cut_bound, lower_bound, port_bound, ring_time, uplink_bound
 from .chunking import FLOW_BUDGET, MAX_AUTO_CHUNKS, auto_chunks, plan_estimate, stream_link_seconds
 from .flowsim import Sim, SimResult, TaskId
-from .strategy import all_strategies, format_strategy, groups, parse_group, parse_strategy, place
+from .strategy import (
+    all_strategies, ep_groups, expert_dp_groups, expert_parallel, format_strategy, groups, parse_group, parse_strategy,
+    place)
 from .offwafer import (
     DEFAULT_NETWORK, MAX_WAFERS, NETWORKS, OffWaferLevel, OffWaferNetwork, off_wafer_network, parse_off_wafer)
 from .multidim import best_algorithm, dim_lines, in_switch_plan, multi_ring_plan
 from .phases import Builder, Ring, Shift, Trees, Unicasts, merge_plans, run_plan
 
 __all__ = [
-    "DEFAULT_NETWORK",
-    "MAX_WAFERS",
-    "NETWORKS",
-    "OffWaferLevel",
-    "OffWaferNetwork",
-    "off_wafer_network",
-    "parse_off_wafer",
     "ALGORITHMS",
     "Builder",
     "CollectiveResult",
     "DEFAULT_CHUNKS",
+    "DEFAULT_NETWORK",
     "FACTORS",
     "FLOW_BUDGET",
     "MAX_AUTO_CHUNKS",
+    "MAX_WAFERS",
+    "NETWORKS",
     "OPS",
+    "OffWaferLevel",
+    "OffWaferNetwork",
     "Ring",
     "Shift",
     "Sim",
@@ -40,6 +40,7 @@ __all__ = [
     "Trees",
     "Unicasts",
     "all_strategies",
+    "all_to_all_bytes",
     "auto_chunks",
     "best_algorithm",
     "build_plan",
@@ -49,7 +50,10 @@ __all__ = [
     "cut_bound",
     "default_algorithm",
     "dim_lines",
+    "ep_groups",
     "expand",
+    "expert_dp_groups",
+    "expert_parallel",
     "format_strategy",
     "groups",
     "in_switch_plan",
@@ -59,7 +63,9 @@ __all__ = [
     "lower_bound",
     "merge_plans",
     "multi_ring_plan",
+    "off_wafer_network",
     "parse_group",
+    "parse_off_wafer",
     "parse_strategy",
     "place",
     "plan_estimate",

@@ -30,7 +30,7 @@ from .strategy import parse_group
 from fred.model.network import TaskGraph, check_bytes
 from fred.model.network import resolve
 
-__all__ = ["expand", "collective_time", "CollectiveResult", "io_tree_load", "io_rate_bound"]
+__all__ = ["expand", "collective_time", "CollectiveResult", "io_tree_load", "io_rate_bound", "all_to_all_bytes"]
 
 
 #: most pieces per stream (as `fred collective --chunks`: each piece is a flow per step)
@@ -66,17 +66,20 @@ def _normalize_groups(topo, group):
     return [topo.check_npus(group, "group")]
 
 
-def expand(sim: TaskGraph, op, group, nbytes, deps=(), algorithm=None, chunks=None, label="", root=None, io=None):
-    """Add collective ``op`` to ``sim``; returns the TaskId of the whole collective."""
+def expand(sim: TaskGraph, op, group, nbytes, deps=(), algorithm=None, chunks=None, label="", root=None, io=None,
+           skew=1.0, repeats=1):
+    """Add collective ``op`` to ``sim``; returns the TaskId of the whole collective (all-to-all:
+    ``skew`` and ``repeats`` as :func:`all_to_all_bytes`)."""
     op = canonical_op(op)
     nb = check_bytes(nbytes)
     if chunks is not None and chunks != "plan":
         if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
             raise ValueError(f"chunks must be a positive integer, None or 'plan', got {chunks!r}")
     groups = _normalize_groups(sim.topo, group)
+    nb, config_s = all_to_all_bytes(sim, groups, nb, skew, repeats) if op == "all-to-all" else (nb, 0.0)
     dl = sim.check_deps(deps)
     lab = sim.label_id(label or op)
-    begin = int(sim.add_delays(1, 0.0, lab)[0])
+    begin = int(sim.add_delays(1, config_s, lab)[0])
     if dl:
         sim.add_edges(dl, begin)
     first_edge = sim.num_edges
@@ -144,6 +147,40 @@ def expand(sim: TaskGraph, op, group, nbytes, deps=(), algorithm=None, chunks=No
     return join
 
 
+def all_to_all_bytes(sim: TaskGraph, groups, nb: float, skew: float = 1.0, repeats: int = 1):
+    """(bytes to simulate at line rate, configuration seconds) of an all-to-all of ``nb`` bytes
+    per NPU over ``groups`` (lists of NPU ids) whose busiest port carries ``skew`` x an even share
+    (an uneven all-to-all, e.g. MoE token routing, is simulated as an even one of the busiest
+    port's bytes: its bound), standing for ``repeats`` all-to-alls of ``nb / repeats`` each.
+
+    On a fabric of FRED switches whose timing carries the switch's measured all-to-all
+    throughput (:class:`fred.model.system.timing.AllToAllTiming`), the bytes move at that share of line
+    rate: ``nb x skew / fraction`` at line rate (uniform traffic: the uniform flits per cycle per
+    port; skewed: the skewed fraction of bound), plus, for a precompiled all-to-all, its
+    configuration phases (``repeats`` x phases x cycles per phase / clock) before the flows.
+    Elsewhere (the mesh's NPU routers; a timing without the section) the bytes move at line rate.
+    ``sim.last_all_to_all`` records what was applied (``fred collective``, estimates)."""
+    if not (isinstance(skew, (int, float)) and not isinstance(skew, bool) and math.isfinite(skew) and skew >= 1):
+        raise ValueError(f"all-to-all skew must be a number >= 1, got {skew!r}")
+    check_int("repeats", repeats, 1)
+    nb = nb * skew
+    t = sim.timing
+    a = getattr(t, "all_to_all", None)
+    skewed = skew > 1 + 1e-9
+    info = {"method": None, "fraction": 1.0, "skewed": skewed, "config_s": 0.0}
+    if not getattr(sim.topo, "fred_switches", False):
+        info["source"] = "line rate (not a fabric of FRED switches)"
+    elif a is None:
+        info["source"] = t.all_to_all_source if hasattr(t, "all_to_all_source") else "line rate"
+    else:
+        frac = a.fraction(skewed)
+        cfg = repeats * a.phases(max(len(g) for g in groups)) * a.config_cycles_per_phase / t.clock_hz
+        info.update(method=a.method, fraction=frac, config_s=cfg, source=a.describe())
+        nb = nb / frac
+    sim.last_all_to_all = info
+    return nb, info["config_s"]
+
+
 def _auto(sim, key, plan, nb) -> int:
     """Pieces for ``plan`` (the streams of every group of collective ``key``) moving ``nb``
     bytes per NPU: :func:`fred.model.collectives.chunking.auto_chunks`, remembered per graph."""
@@ -158,8 +195,10 @@ def _auto(sim, key, plan, nb) -> int:
 class CollectiveResult:
     """Outcome of :func:`collective_time`."""
 
-    def __init__(self, topo, op, groups, nbytes, algorithms, chunks, res, task):
+    def __init__(self, topo, op, groups, nbytes, algorithms, chunks, res, task, all_to_all=None):
         self.topo = topo
+        #: all-to-all: what moved its bytes (:func:`all_to_all_bytes`), else None
+        self.all_to_all = all_to_all
         self.op = op
         self.groups = groups
         self.nbytes = nbytes
@@ -169,8 +208,10 @@ class CollectiveResult:
         self.time = float(res.finish[task] - res.start[task])
         members = sorted({m for g in groups for m in g})
         self.members = members
-        sent = res.bytes_sent[members]
-        recv = res.bytes_received[members]
+        # an all-to-all below line rate is simulated as more bytes at line rate: report its payload
+        payload = all_to_all["fraction"] if all_to_all else 1.0
+        sent = res.bytes_sent[members] * payload
+        recv = res.bytes_received[members] * payload
         self.bytes_sent_per_npu = float(sent.mean())
         self.bytes_sent_max = float(sent.max())
         self.bytes_received_per_npu = float(recv.mean())
@@ -191,6 +232,9 @@ class CollectiveResult:
             "algorithm_bandwidth_Bps": self.algorithm_bandwidth,
             "npu_effective_bandwidth_Bps": self.npu_bandwidth, "flows": self.flows, "events": self.events,
             "timing_source": self.timing_source,
+            **({"all_to_all_source": self.all_to_all["source"], "all_to_all_method": self.all_to_all["method"],
+                "all_to_all_fraction_of_line_rate": self.all_to_all["fraction"],
+                "all_to_all_config_s": self.all_to_all["config_s"]} if self.all_to_all else {}),
             "busiest_links": [{"link": n, "utilization": u, "bytes": bb} for n, u, bb in self.result.top_links(3)],
         }
 
@@ -215,7 +259,8 @@ def collective_time(fabric, op, group=None, nbytes=2**30, *, algorithm=None, chu
     t = expand(graph, op, groups, nbytes, algorithm=algorithm, chunks=chunks, root=root, io=io)
     algs = list(graph.last_algorithms)
     res = engine.run(graph)
-    return CollectiveResult(topo, op, groups, float(nbytes), algs, graph.last_chunks, res, t)
+    return CollectiveResult(topo, op, groups, float(nbytes), algs, graph.last_chunks, res, t,
+                            getattr(graph, "last_all_to_all", None) if op == "all-to-all" else None)
 
 
 def io_tree_load(topo, groups, reduce=False) -> np.ndarray:

@@ -3,6 +3,15 @@
 Placement rule: ``NPU = mp + a * (pp + c * dp)`` with ``mp in [0, a)``, ``pp in [0, c)``,
 ``dp in [0, b)``: an MP group sits on consecutive NPU ports, then PP, then DP.
 
+Expert parallelism (mixture-of-experts workloads): ``MP(a)-EP(e)-DP(b)-PP(c)`` has ``e x b``
+data-parallel replicas; :func:`parse_strategy` returns ``(a, e * b, c)`` (every non-expert
+weight is replicated over all ``e x b`` replicas and its gradients All-Reduced over them) and
+:func:`expert_parallel` returns ``e``. Replica ``r = ep + e * dp`` (``ep in [0, e)``): the ``e``
+replicas of an EP group are consecutive, so an EP group is ``e`` NPUs ``a x c`` apart (on FRED,
+EP(4) with MP(1)-PP(1) is one L1 switch). Each EP group splits every MoE layer's experts over its
+``e`` members and exchanges tokens by all-to-all among them (:func:`ep_groups`); an expert's
+gradients are All-Reduced over the ``b`` replicas holding it (same ``ep``; :func:`expert_dp_groups`).
+
 >>> parse_strategy("MP(2)-DP(5)-PP(2)")
 (2, 5, 2)
 >>> groups("MP(2)-DP(5)-PP(2)", "dp")[0]
@@ -15,7 +24,7 @@ import re
 from dataclasses import dataclass
 
 DIMS = ("mp", "dp", "pp")
-_TOKEN = re.compile(r"^\s*(MP|DP|PP)\s*\(\s*([0-9]{1,12})\s*\)\s*$", re.IGNORECASE)
+_TOKEN = re.compile(r"^\s*(MP|DP|PP|EP)\s*\(\s*([0-9]{1,12})\s*\)\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -42,7 +51,9 @@ def parse_strategy(text, npus: int | None = None) -> tuple[int, int, int]:
     """Parse "MP(a)-DP(b)-PP(c)" (any order, missing dimensions = 1) into ``(a, b, c)``.
 
     Also accepts a tuple/list ``(a, b, c)`` or a :class:`Strategy`. If ``npus`` is given the
-    product must equal it. Raises ValueError naming the bad text.
+    product must equal it. Raises ValueError naming the bad text. ``EP(e)`` (expert
+    parallelism) counts into the data-parallel replicas: ``MP(a)-EP(e)-DP(b)-PP(c)`` gives
+    ``(a, e * b, c)`` (:func:`expert_parallel` gives ``e``).
     """
     if isinstance(text, Strategy):
         abc = (text.mp, text.dp, text.pp)
@@ -67,15 +78,44 @@ def parse_strategy(text, npus: int | None = None) -> tuple[int, int, int]:
             if n < 1:
                 raise ValueError(f"bad strategy {text!r}: {dim.upper()}({n}) must be >= 1")
             seen[dim] = n
-        abc = (seen.get("mp", 1), seen.get("dp", 1), seen.get("pp", 1))
+        abc = (seen.get("mp", 1), seen.get("ep", 1) * seen.get("dp", 1), seen.get("pp", 1))
     if npus is not None and abc[0] * abc[1] * abc[2] != npus:
         raise ValueError(f"strategy {format_strategy(abc)} uses {abc[0] * abc[1] * abc[2]} NPUs, not {npus}")
     return abc
 
 
-def format_strategy(abc) -> str:
+def format_strategy(abc, ep: int = 1) -> str:
+    """``MP(a)-DP(b)-PP(c)``; with ``ep`` > 1 ``MP(a)-EP(ep)-DP(b / ep)-PP(c)``."""
     a, b, c = parse_strategy(abc)
+    if ep > 1:
+        return f"MP({a})-EP({ep})-DP({b // ep})-PP({c})"
     return f"MP({a})-DP({b})-PP({c})"
+
+
+def expert_parallel(text) -> int:
+    """The EP size of strategy ``text`` (1 without ``EP(e)``; a tuple or Strategy: 1)."""
+    if not isinstance(text, str):
+        return 1
+    parse_strategy(text)
+    for tok in re.split(r"[-_x*,\s]+(?![^()]*\))", text.strip()):
+        m = _TOKEN.match(tok) if tok else None
+        if m and m.group(1).lower() == "ep":
+            return int(m.group(2))
+    return 1
+
+
+def ep_groups(abc, ep: int, stage: int) -> list[list[int]]:
+    """The EP groups of pipeline stage ``stage`` (all-to-all groups): per MP index and DP
+    index, the ``ep`` consecutive replicas ``ep_i + ep * dp``."""
+    a, b, c = parse_strategy(abc)
+    return [[place(x, e + ep * d, stage, (a, b, c)) for e in range(ep)] for d in range(b // ep) for x in range(a)]
+
+
+def expert_dp_groups(abc, ep: int, stage: int) -> list[list[int]]:
+    """The groups that hold the same experts in pipeline stage ``stage`` (their gradients'
+    All-Reduce): per MP index and EP rank, the ``b / ep`` replicas ``ep_i + ep * dp``."""
+    a, b, c = parse_strategy(abc)
+    return [[place(x, e + ep * d, stage, (a, b, c)) for d in range(b // ep)] for e in range(ep) for x in range(a)]
 
 
 def place(mp: int, dp: int, pp: int, abc) -> int:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-KINDS = ("compute", "mp", "dp", "pp", "stream", "input", "offload")
+#: ``ep``: the all-to-alls of expert parallelism (MoE token dispatch and combine)
+KINDS = ("compute", "mp", "dp", "pp", "stream", "input", "offload", "ep")
 
 
 @dataclass

@@ -45,7 +45,7 @@ class ScheduleGraph:
             return deps[0]
         return self._rec(self.sim.delay(0.0, deps=deps, label="sync"), "sync", deps)
 
-    def coll(self, op, groups, nbytes, deps, kind, chunks="plan"):
+    def coll(self, op, groups, nbytes, deps, kind, chunks="plan", **options):
         deps = [d for d in deps if d is not None]
         groups = [list(g) for g in groups]
         if nbytes <= 0 or not groups:
@@ -58,7 +58,7 @@ class ScheduleGraph:
         # chunks="plan": each algorithm's fixed pieces (docs/network.md, "Pieces"): the automatic
         # choice moves the training table by < 0.05% but makes Transformer-1T on Fred-A 3x slower
         t = self.sim.collective(op, arg, float(nbytes), deps=deps, label=kind, priority=self.priority(kind),
-                                chunks=chunks)
+                                chunks=chunks, **options)
         return self._rec(t, kind, deps)
 
     def multicasts(self, pairs, nbytes, deps, kind):

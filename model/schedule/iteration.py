@@ -62,8 +62,21 @@ compute on every replica, and each collective task covers the groups of all repl
 
 The result's breakdown is the critical path through the graph: every instant of the iteration is
 attributed to the task that the last-finishing chain was waiting for -- compute (including
-pipeline fill/drain) or exposed communication of one kind (mp, dp, pp, stream, input, offload). The parts
-sum exactly to the iteration time.
+pipeline fill/drain) or exposed communication of one kind (mp, dp, pp, stream, input, offload, ep).
+The parts sum exactly to the iteration time.
+
+Expert parallelism (mixture-of-experts workloads, strategy ``MP(a)-EP(e)-DP(b)-PP(c)``;
+:mod:`fred.model.collectives.strategy`, :mod:`fred.model.workload.loader.moe`): the ``e x b`` replicas run as
+DP replicas for every non-expert weight; each NPU holds 1/e of every MoE layer's experts
+and does the busiest EP rank's share of their work (the routing skew). Every MoE layer moves its
+tokens to their experts (dispatch) and back (combine) by all-to-all over its EP group, in forward
+and again in backward (the gradients), on the critical path like the MP All-Reduces; a stage's
+all-to-alls of one microbatch and pass are one simulated all-to-all of their summed bytes that
+pays the switch's per-all-to-all configuration for each of them. The all-to-all is simulated as
+an even one of the busiest port's bytes (its bound; ``skew`` of :func:`fred.model.collectives.api.expand`),
+and on FRED at the switch's measured all-to-all throughput (:mod:`fred.model.system.timing`). Expert
+gradients are All-Reduced over the ``b`` replicas holding the same experts, the others over all
+``e x b``; ZeRO-2 shards each over its own group. Exposed all-to-all is the kind ``ep``.
 """
 
 from __future__ import annotations
@@ -74,7 +87,7 @@ from fred import FredError
 
 from fred.model.workload import compute as C
 from fred.model.workload import memory as M
-from fred.model.collectives import parse_strategy
+from fred.model.collectives import expert_parallel, format_strategy, parse_strategy
 from .analysis import KINDS, ScheduleResult, analyse
 from .graph import ScheduleGraph
 from .multiwafer import MultiWaferGraph, add_busy
@@ -164,6 +177,7 @@ def build_and_run(workload, topo, strategy=None, *, npu=None, microbatches=None,
     A configuration the policy cannot fit into HBM raises :class:`~fred.FredError`."""
     npu = npu or C.default_npu()
     abc, mode, m, B = _check_run(workload, topo, strategy, microbatches, samples_per_replica, mode, granularity)
+    workload = _expert_view(workload, strategy, abc, mode)
     policy = M.check_policy(memory)
     run = _Run(workload, topo, abc, mode, B, npu, plan_layout(workload, abc, mode, npu, granularity, stream_steps),
                sim_factory, wafers)
@@ -172,8 +186,8 @@ def build_and_run(workload, topo, strategy=None, *, npu=None, microbatches=None,
     considered = [run.smallest_fit(pol, m) for pol in pols]
     cands = _candidates(considered)
     if not cands:
-        a, b, c = abc
-        raise M.refusal(workload.name, f"MP({a})-DP({b})-PP({c})", mode, npu.hbm_capacity, considered, m)
+        raise M.refusal(workload.name, format_strategy(abc, workload.expert_parallel), mode, npu.hbm_capacity,
+                        considered, m)
     # cheapest by simulation; a candidate whose lower bound (its compute, its offload I/O) is
     # not below the best simulated iteration is not simulated
     io_bw = io_bandwidth(topo)
@@ -188,6 +202,22 @@ def build_and_run(workload, topo, strategy=None, *, npu=None, microbatches=None,
     out.sim_seconds = sum(r.sim_seconds for _, r in results)
     _record_memory(out, plan, before, considered, results, m)
     return out
+
+
+def _expert_view(w, strategy, abc, mode):
+    """The workload as laid out for the strategy's expert parallelism (EP(e) in a strategy text;
+    a workload already viewed so keeps its EP): :meth:`Workload.with_expert_parallel`."""
+    ep = expert_parallel(strategy or w.strategy) if isinstance(strategy or w.strategy, str) else 1
+    if not isinstance(strategy, str) and w.expert_parallel > 1:
+        ep = w.expert_parallel
+    if ep > 1 and not w.is_moe:
+        raise FredError(f"EP({ep}) needs a mixture-of-experts workload; {w.name} has no experts")
+    if ep > 1 and mode == "weight-streaming":
+        raise FredError(f"EP({ep}) runs weight-stationary only (weight streaming streams every expert to "
+                        f"every replica); use --mode weight-stationary or a strategy without EP")
+    if abc[1] % ep:
+        raise FredError(f"EP({ep}) must divide the {abc[1]} data-parallel replicas")
+    return w.with_expert_parallel(ep)
 
 
 def _check_run(workload, topo, strategy, microbatches, samples_per_replica, mode, granularity):

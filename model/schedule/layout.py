@@ -53,6 +53,9 @@ class Chunk:
     params: float
     out_act: float      # output activation bytes per microbatch
     rec: float = 0.0    # recomputation seconds per microbatch (charged in backward)
+    expert_params: float = 0.0   # of params: routed experts' (gradients All-Reduced over the expert DP group)
+    a2a: float = 0.0    # MoE all-to-all bytes per NPU and microbatch, each pass (dispatch + combine)
+    a2a_n: int = 0      # all-to-alls that stands for (2 per MoE layer and pass)
 
 
 def chunk(layers, mb, a, npu, b, level="none"):
@@ -64,7 +67,10 @@ def chunk(layers, mb, a, npu, b, level="none"):
         mpb = sum(l.mp_ar_bwd * l.act_bytes * mb for l in layers)
     else:
         mpf = mpb = 0.0
-    return Chunk(list(layers), fwd, bwd, mpf, mpb, sum(l.params for l in layers), layers[-1].act_bytes * mb, rec)
+    moe = [l for l in layers if l.a2a_bytes]
+    return Chunk(list(layers), fwd, bwd, mpf, mpb, sum(l.params for l in layers), layers[-1].act_bytes * mb, rec,
+                 expert_params=sum(l.expert_params for l in layers), a2a=sum(2 * l.a2a_bytes * mb for l in moe),
+                 a2a_n=2 * len(moe))
 
 
 def _weights(layers, a, npu, b):
@@ -102,11 +108,12 @@ def streaming_units(workload):
 
 
 def stage_units(layers):
-    """A stage's layers grouped into units (a new unit at every non-MLP layer: a transformer
-    layer = attention + MLP; elsewhere one layer each): what full recomputation recomputes at once."""
+    """A stage's layers grouped into units (a new unit at every layer but a feed-forward block: a
+    transformer layer = attention + MLP, or attention + router + experts; elsewhere one layer
+    each): what full recomputation recomputes at once."""
     units = []
     for l in layers:
-        if l.kind == "mlp" and units:
+        if l.kind in ("mlp", "moe", "experts") and units:
             units[-1].append(l)
         else:
             units.append([l])

@@ -27,9 +27,12 @@ def memory_plan(w, abc, layout, policy, m, B, npu) -> M.MemoryPlan:
     per = lambda layers: sum(M.saved_bytes(l, lv, a) for l in layers) * mb
     stages = []
     if layout.mode == "weight-stationary":
+        ep = w.expert_parallel
         for st, bks in zip(layout.stages, layout.buckets):
-            p = sum(l.params for l in st) / a
-            states = p * (dt + (C.MODEL_STATE_BYTES_PER_PARAM - dt) / b)
+            pe = sum(l.expert_params for l in st) / a          # this NPU's experts: ZeRO-2 over b / EP
+            p = sum(l.params for l in st) / a - pe
+            states = p * (dt + (C.MODEL_STATE_BYTES_PER_PARAM - dt) / b) \
+                + pe * (dt + (C.MODEL_STATE_BYTES_PER_PARAM - dt) / (b // ep))
             # pieces: runs of microbatches, the last microbatch by DP bucket (as simulated)
             pieces = [per(st) * len(grp) for grp in mb_groups(m - 1)] + [per(bk) for bk in reversed(bks)]
             units = stage_units(st)

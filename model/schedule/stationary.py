@@ -5,6 +5,7 @@ step, activation offloading)."""
 from __future__ import annotations
 
 from fred.model.workload import compute as C
+from fred.model.collectives import ep_groups, expert_dp_groups
 from .layout import chunk, dp_groups, mb_groups, mp_groups, pp_pairs
 from .offload import Offload
 
@@ -43,6 +44,12 @@ class _Stationary:
         self.io = [Offload(g, abc, s) for s in range(c)]
         self.mpg = [mp_groups(abc, s) for s in range(c)]
         self.dpg = [dp_groups(abc, s) for s in range(c)]
+        # expert parallelism: the all-to-all groups, the groups holding the same experts, and
+        # the busiest EP rank's tokens over an even share (the all-to-all's busiest port)
+        self.ep = ep = w.expert_parallel
+        self.epg = [ep_groups(abc, ep, s) for s in range(c)]
+        self.edpg = [expert_dp_groups(abc, ep, s) for s in range(c)]
+        self.skew = w.expert_imbalance()
 
     def _offload_bytes(self, plan, m):
         """Bytes offloaded per stage and piece; plan pieces are in backward order: runs of
@@ -82,6 +89,7 @@ class _Stationary:
                     t = g.compute(ch.fwd, [t], stage=s)
                     if ch.mp_fwd:
                         t = g.coll("all-reduce", self.mpg[s], ch.mp_fwd, [t], "mp")
+                    t = self.all_to_all(s, ch, t)
                     if nbytes > 0 and (j == m - 1 or j in self.lasts):
                         io[s].produced(key(j, k), t)
                 fwd_done[s][j] = t
@@ -124,18 +132,32 @@ class _Stationary:
                 t = g.join([t, io.pending])
                 io.backward_done(t)
             grads = t
+            t = self.all_to_all(s, ch, t)
             if ch.mp_bwd:
                 t = g.coll("all-reduce", self.mpg[s], ch.mp_bwd, [t], "mp")
             if j == m - 1 and (b > 1 or getattr(g, "wafers", 1) > 1) and ch.params:   # DP across wafers
-                last_dp[s] = g.coll("all-reduce", self.dpg[s], ch.params * self.dt / a, [grads, last_dp[s]], "dp")
+                # non-expert gradients over every replica; an expert's over the replicas holding it
+                last_dp[s] = g.coll("all-reduce", self.dpg[s], (ch.params - ch.expert_params) * self.dt / a,
+                                    [grads, last_dp[s]], "dp")
+                if ch.expert_params and (b > self.ep or getattr(g, "wafers", 1) > 1):
+                    last_dp[s] = g.coll("all-reduce", self.edpg[s], ch.expert_params * self.dt / a,
+                                        [grads, last_dp[s]], "dp")
         return t
+
+    def all_to_all(self, s, ch, t):
+        """The MoE all-to-alls (dispatch and combine of every MoE layer of chunk ``ch``, one
+        pass) over stage ``s``'s EP groups after task ``t``; ``t`` without expert parallelism."""
+        if not ch.a2a or self.ep < 2:
+            return t
+        return self.g.coll("all-to-all", self.epg[s], ch.a2a, [t], "ep", skew=self.skew, repeats=ch.a2a_n)
 
     def optimizer(self, bwd_done, last_dp):
         """Every stage's optimizer step after its backward and DP All-Reduces; the iteration's end."""
         a, b, c = self.abc
         ends = []
         for s in range(c):
-            p = self.full[s].params / a
-            ends.append(self.g.compute(C.optimizer_time(p, b, self.npu), [bwd_done[s][self.m - 1], last_dp[s]],
-                                       "optimizer", stage=s))
+            pe = self.full[s].expert_params / a
+            p = self.full[s].params / a - pe
+            step = C.optimizer_time(p, b, self.npu) + C.optimizer_time(pe, b // self.ep, self.npu)
+            ends.append(self.g.compute(step, [bwd_done[s][self.m - 1], last_dp[s]], "optimizer", stage=s))
         self.g.join(ends)

@@ -10,10 +10,14 @@ from .packets import (
 from .params import (
     FABRICS, FabricVariant, GB, GiB, LINK_LATENCY, MESH_LINK_BW, MiB, NPU_NET_BW, NS, TB, TRAFFIC_VC,
     VC_PRIORITY, WaferParams, canonical_fabric, default_params, variant)
-from .timing import SWITCH_CLOCK_HZ, SwitchTiming, ZERO_SWITCH_TIMING, switch_timing
+from .timing import (
+    A2A_METHODS, NO_A2A_SECTION, SWITCH_CLOCK_HZ, AllToAllTiming, SwitchTiming, ZERO_SWITCH_TIMING, all_to_all_timing,
+    switch_timing)
 
 __all__ = [
+    "A2A_METHODS",
     "ACK_EVERY",
+    "AllToAllTiming",
     "FABRICS",
     "FLIT_BYTES",
     "FabricVariant",
@@ -22,6 +26,7 @@ __all__ = [
     "LINK_LATENCY",
     "MESH_LINK_BW",
     "MiB",
+    "NO_A2A_SECTION",
     "NPU_NET_BW",
     "NS",
     "PACKET_BYTES",
@@ -32,6 +37,7 @@ __all__ = [
     "VC_PRIORITY",
     "WaferParams",
     "ZERO_SWITCH_TIMING",
+    "all_to_all_timing",
     "canonical_fabric",
     "control_packet_flits",
     "curve_from_section",

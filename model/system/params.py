@@ -66,8 +66,10 @@ L1_L2_BW_HIGH = 12 * TB           # FRED-SPEC §5: Fred-C/D L1<->L2 bandwidth pe
 VC_PRIORITY = {"mp": 2, "pp": 1, "dp": 0}
 # ours: weight streaming in, gradients streaming out, the input minibatch and activation offload/reload
 # (fred.model.workload.memory) travel on the DP VC
-# (the lowest): they feed the DP group's members and are the least latency-critical.
-TRAFFIC_VC = {"mp": "mp", "pp": "pp", "dp": "dp", "stream": "dp", "input": "dp", "offload": "dp"}
+# (the lowest): they feed the DP group's members and are the least latency-critical. The all-to-alls
+# of expert parallelism (MoE token dispatch and combine) travel on the MP VC: like the MP
+# All-Reduces they sit between a layer's compute and the next, on the critical path.
+TRAFFIC_VC = {"mp": "mp", "pp": "pp", "dp": "dp", "stream": "dp", "input": "dp", "offload": "dp", "ep": "mp"}
 
 
 @functools.cache

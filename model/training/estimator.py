@@ -34,11 +34,11 @@ from fred.contract.checks import check_choice, check_int, check_number
 
 from fred.model.workload import compute as C
 from fred.model.system import canonical_fabric, default_params
-from fred.model.collectives import format_strategy, parse_strategy
+from fred.model.collectives import expert_parallel, format_strategy, parse_strategy
 from fred.model.workload import DEFAULT_POLICY, check_policy
 from fred.model.schedule import DEFAULT_GRANULARITY, DEFAULT_STREAM_STEPS, KINDS, build_and_run
 from fred.model.network import build_fabric
-from fred.model.workload import list_workloads, load_workload, workload_ref
+from fred.model.workload import default_workloads, load_workload, workload_ref
 from fred.model.schedule import INTER_WAFER
 from fred.model.collectives import MAX_WAFERS, OffWaferLevel, off_wafer_network
 
@@ -89,6 +89,10 @@ class Estimate:
     off_wafer: str = ""                   # the off-wafer network joining them ("" for one wafer)
     memory_choice: str = "shared"         # "shared", "per-fabric" or "requested" (see the module docs)
     memory_chosen_on: str = ""            # the fabric whose simulation picked the policy ("" if requested)
+    #: what the fabric moves an all-to-all at (FRED: the switch's measured all-to-all throughput
+    #: from the timing file, or line rate when it has none; the mesh: its links)
+    all_to_all_source: str = ""
+    expert_parallel: int = 1              # EP of the strategy (MoE workloads)
 
     @property
     def exposed_comm(self) -> float:
@@ -212,25 +216,28 @@ def estimate(workload, fabric, strategy=None, *, params=None, npu=None, microbat
     fab = canonical_fabric(fabric)
     p = params or default_params()
     npu = npu or C.default_npu()
-    abc = parse_strategy(strategy or w.strategy, npus=p.npus)
+    st = strategy or w.strategy
+    abc = parse_strategy(st, npus=p.npus)
+    ep = expert_parallel(st)
     m = _microbatches_for(w, abc, microbatches)
     B = float(samples_per_replica or w.samples_per_replica)
     topo = build_fabric(fab, p)
+    sched = st if isinstance(st, str) else abc     # the strategy as the schedule takes it (EP included)
     run_policy, choice, chosen_on = policy, "requested", ""
     if policy == "auto":
         choice = memory_choice
         chosen_on = REFERENCE_FABRIC if memory_choice == "shared" else fab
         if memory_choice == "shared" and fab != REFERENCE_FABRIC:
-            run_policy = reference_memory or reference_policy(w, abc, m, B, p, npu, granularity, stream_steps, level)
-    r = build_and_run(w, topo, abc, npu=npu, microbatches=m, samples_per_replica=B, granularity=granularity,
+            run_policy = reference_memory or reference_policy(w, sched, m, B, p, npu, granularity, stream_steps, level)
+    r = build_and_run(w, topo, sched, npu=npu, microbatches=m, samples_per_replica=B, granularity=granularity,
                       stream_steps=stream_steps, memory=run_policy, wafers=level)
     if policy == "auto" and fab == REFERENCE_FABRIC:
-        _remember(_reference_key(w, abc, m, B, p, npu, granularity, stream_steps, level), r.memory_policy)
+        _remember(_reference_key(w, sched, m, B, p, npu, granularity, stream_steps, level), r.memory_policy)
     W = level.wafers if level is not None else 1
     exposed = dict(r.exposed)
     if W > 1:
         exposed.setdefault(INTER_WAFER, 0.0)
-    return Estimate(workload=w.name, fabric=fab, strategy=format_strategy(abc), mode=w.mode,
+    return Estimate(workload=w.name, fabric=fab, strategy=format_strategy(abc, ep), mode=w.mode,
                     microbatches=r.microbatches or m, wafers=W, off_wafer=level.network.name if W > 1 else "",
                     samples_per_replica=B, minibatch=B * abc[1] * W, iteration_time=r.iteration_time,
                     compute_time=r.compute_busy, critical_path_compute=r.compute_time, exposed=exposed,
@@ -240,7 +247,10 @@ def estimate(workload, fabric, strategy=None, *, params=None, npu=None, microbat
                     preemptions=r.preemptions, memory_policy=r.memory_policy, memory_before=r.memory_before,
                     memory_states=r.memory_states, offload_bytes=r.offload_bytes, recompute_time=r.recompute_busy,
                     memory_candidates=list(r.memory_candidates), hbm_capacity=npu.hbm_capacity, npu=npu.source,
-                    memory_choice=choice, memory_chosen_on=chosen_on)
+                    memory_choice=choice, memory_chosen_on=chosen_on,
+                    all_to_all_source=(p.switch.all_to_all_source if topo.fred_switches
+                                       else "line rate (not a fabric of FRED switches)"),
+                    expert_parallel=ep)
 
 
 def multi_wafer(wafers=1, off_wafer=None, params=None):
@@ -264,7 +274,7 @@ def resolve_workloads(names=None) -> list[str]:
     """The workloads named (bundled names or files), default the training table's: the paper's
     four (other bundled files, such as llama2-70b for ``fred infer``, run when named)."""
     if not names:
-        return [n for n in list_workloads() if n in PAPER_SPEEDUPS]
+        return default_workloads()
     out = []
     for n in names:
         for part in str(n).split(","):

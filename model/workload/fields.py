@@ -14,7 +14,8 @@ import math
 
 from fred import FredError
 
-__all__ = ["get_field", "LIMITS", "check_resnet_shape", "check_layer_list", "layer_entry", "check_sweep_microbatches"]
+__all__ = ["get_field", "LIMITS", "check_resnet_shape", "check_layer_list", "layer_entry", "check_sweep_microbatches",
+           "MODERN_FIELDS", "MOE_FIELDS", "check_modern_shape", "get_flag"]
 
 _MISSING = object()
 
@@ -25,8 +26,22 @@ LIMITS = {
     "microbatches": (int, 1, 1024), "samples_per_replica": (float, 1, 1e6),
     "input_bytes_per_sample": (float, 0, 2**50), "published_params": (float, 0, 1e18),
     "classes": (int, 1, 2**24), "expansion": (int, 1, 64),
-    "kv_heads": (int, 1, 2**16),  # grouped-query attention: key/value heads (default: heads)
+    # decoder transformers of the Llama / Mixtral / DeepSeek family (fred.model.workload.moe)
+    "kv_heads": (int, 1, 2**16), "ffn_hidden": (int, 1, 2**22),
+    # mixture of experts: routed experts, experts per token, an expert's FFN width, shared
+    # (always active) experts, which layers are MoE, routing skew and expert capacity
+    "experts": (int, 1, 2**16), "experts_per_token": (int, 1, 2**16), "expert_ffn_hidden": (int, 1, 2**22),
+    "shared_experts": (int, 0, 2**10), "moe_layer_every": (int, 1, 2048), "first_dense_layers": (int, 0, 2048),
+    "routing_zipf": (float, 0, 8), "capacity_factor": (float, 1, 2**16),
 }
+#: fields that select the Llama/Mixtral-style transformer derivation (fred.model.workload.moe);
+#: ``kv_heads`` alone (grouped-query attention) stays with the Megatron derivation
+MODERN_FIELDS = ("ffn_hidden", "gated_ffn", "tied_embeddings", "experts", "experts_per_token",
+                 "expert_ffn_hidden", "shared_experts", "moe_layer_every", "first_dense_layers", "routing_zipf",
+                 "capacity_factor")
+#: the fields of an MoE block (need ``experts``)
+MOE_FIELDS = ("experts_per_token", "expert_ffn_hidden", "shared_experts", "moe_layer_every", "first_dense_layers",
+              "routing_zipf", "capacity_factor")
 #: ResNet shape fields: image sides and channels, stem and stage figures
 _SHAPE_MAX = 2**16
 _MAX_BLOCKS = 1000
@@ -143,3 +158,55 @@ def check_sweep_microbatches(value, where: str):
         pp = get_field({"pp": k}, "pp", f"{where} (sweep_microbatches)", kind=int, low=1, high=1024)
         out[pp] = get_field({"microbatches": v}, "microbatches", f"{where} (sweep_microbatches[{pp}])")
     return out
+
+
+def get_flag(raw: dict, key: str, where: str, default: bool) -> bool:
+    """``raw[key]`` as a yes/no field (YAML true/false); ``default`` when absent."""
+    v = raw.get(key)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise _fail(where, key, v, "must be true or false")
+    return v
+
+
+def check_modern_shape(raw: dict, where: str, shape: dict) -> dict:
+    """The fields of a Llama/Mixtral/DeepSeek-style transformer (:mod:`fred.model.workload.moe`)
+    added to ``shape`` (which holds layers, hidden, heads, seq, vocab, ffn_mult), each checked
+    with its type and range and against the others (one FredError line naming the field)."""
+    from .moe import DEFAULT_CAPACITY_FACTOR, DEFAULT_ROUTING_ZIPF
+
+    d, h = shape["hidden"], shape["heads"]
+    g = get_field(raw, "kv_heads", where, default=h)
+    if g > h or h % g:
+        raise _fail(where, "kv_heads", g, f"must divide heads ({h})")
+    shape["kv_heads"] = g
+    shape["ffn_hidden"] = get_field(raw, "ffn_hidden", where, default=max(1, round(shape["ffn_mult"] * d)))
+    shape["gated_ffn"] = get_flag(raw, "gated_ffn", where, False)
+    shape["tied_embeddings"] = get_flag(raw, "tied_embeddings", where, True)
+    E = get_field(raw, "experts", where, default=None)
+    if E is None:
+        for k in MOE_FIELDS:
+            if raw.get(k) is not None:
+                raise _fail(where, k, raw[k], "needs the field 'experts' (a mixture-of-experts model)")
+        shape.update(experts=None, experts_per_token=None, expert_ffn_hidden=None, shared_experts=0,
+                     moe_layer_every=1, first_dense_layers=0, routing_zipf=None, capacity_factor=None)
+        return shape
+    shape["experts"] = E
+    k = get_field(raw, "experts_per_token", where)
+    if k > E:
+        raise _fail(where, "experts_per_token", k, f"exceeds experts ({E})")
+    shape["experts_per_token"] = k
+    shape["expert_ffn_hidden"] = get_field(raw, "expert_ffn_hidden", where)
+    shape["shared_experts"] = get_field(raw, "shared_experts", where, default=0)
+    shape["moe_layer_every"] = get_field(raw, "moe_layer_every", where, default=1)
+    first = get_field(raw, "first_dense_layers", where, default=0)
+    if first >= shape["layers"]:
+        raise _fail(where, "first_dense_layers", first, f"leaves no MoE layer of the {shape['layers']} layers")
+    shape["first_dense_layers"] = first
+    shape["routing_zipf"] = get_field(raw, "routing_zipf", where, default=DEFAULT_ROUTING_ZIPF)
+    cap = raw.get("capacity_factor", DEFAULT_CAPACITY_FACTOR)
+    if isinstance(cap, str) and cap.strip().lower() in ("none", "off", "no"):
+        cap = None
+    shape["capacity_factor"] = None if cap is None else get_field({"capacity_factor": cap}, "capacity_factor", where)
+    return shape

@@ -29,6 +29,12 @@ an attention block (4d^2 + 6d params; 8sd^2 + 4s^2d forward FLOPs) and an MLP bl
 (8d^2 + 7d params; 16sd^2 FLOPs), each followed by one All-Reduce in forward and one in
 backward -- 2 + 2 per layer; embeddings (V d + s d) are tied with the output logits
 (2 s d V forward FLOPs).
+
+A transformer file that gives any of the fields of Llama/Mixtral/DeepSeek-style models
+(``kv_heads``, ``gated_ffn``, ``ffn_hidden``, ``tied_embeddings``, ``experts``,
+``experts_per_token``, ``expert_ffn_hidden``, ...; :data:`fred.model.workload.fields.MODERN_FIELDS`)
+is derived by :mod:`fred.model.workload.moe` instead: grouped-query attention, gated FFNs and
+mixture-of-experts blocks (the bundled ``mixtral-8x7b`` and ``deepseek-moe-16b``).
 """
 
 from __future__ import annotations
@@ -45,7 +51,9 @@ from fred.contract.inputs import decode_text, display_name, input_problem, read_
 
 from fred.model.network import NumberLoader
 from fred.model.collectives import parse_strategy
-from .fields import check_layer_list, check_resnet_shape, check_sweep_microbatches, get_field, layer_entry
+from .fields import (MODERN_FIELDS, check_layer_list, check_modern_shape, check_resnet_shape,
+                     check_sweep_microbatches, get_field, layer_entry)
+from .moe import modern_layers, routing
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 #: Korthikanti et al. (MLSys 2023), Sec. 4.1: dropout masks take one byte per element
@@ -72,6 +80,8 @@ class Layer:
     core_saved: float = 0.0
     core_flops: float = 0.0
     core_mem_bytes: float = 0.0
+    expert_params: float = 0.0         # of params: routed experts' (split over EP; fred.model.workload.moe)
+    a2a_bytes: float = 0.0             # bytes per sample dispatched to the experts (combine: as many)
 
 
 @dataclass(frozen=True)
@@ -91,6 +101,8 @@ class Workload:
     sweep_microbatches: object = None
     shape: dict = field(default_factory=dict)
     path: str = ""
+    #: expert parallelism this view of the workload is laid out for (:meth:`with_expert_parallel`)
+    expert_parallel: int = 1
 
     @property
     def params(self) -> float:
@@ -108,6 +120,64 @@ class Workload:
     @property
     def bwd_flops(self) -> float:
         return sum(l.bwd_flops for l in self.layers)
+
+    @property
+    def experts(self) -> int:
+        """Routed experts per MoE layer (0: a dense model)."""
+        return int(self.shape.get("experts") or 0)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def routing(self):
+        """The token routing of an MoE layer (:func:`fred.model.workload.moe.routing`), or None."""
+        if not self.is_moe:
+            return None
+        sh = self.shape
+        return routing(sh["experts"], sh["experts_per_token"], sh["routing_zipf"], sh["capacity_factor"])
+
+    @property
+    def active_params(self) -> float:
+        """Parameters one token uses (all but the routed experts it does not visit)."""
+        r = self.routing
+        if r is None:
+            return self.params
+        return self.params - sum(l.expert_params for l in self.layers) * (1 - r.per_token / r.experts)
+
+    def expert_imbalance(self, ep: int | None = None) -> float:
+        """The busiest EP rank's expert tokens over the mean rank's (1 for a dense model or EP(1))."""
+        ep = self.expert_parallel if ep is None else ep
+        r = self.routing
+        return 1.0 if r is None or ep <= 1 else r.imbalance(ep)
+
+    def with_expert_parallel(self, ep: int) -> "Workload":
+        """The workload as one NPU of an EP(``ep``) group sees it: every experts layer holds
+        1/``ep`` of the experts (its parameters / ``ep``) and does the busiest rank's share of
+        the expert work (FLOPs, activation traffic and stored activations x
+        :meth:`expert_imbalance`; 1 at balanced routing). Refuses (FredError) EP(``ep``) for a
+        dense workload and one that does not divide the experts."""
+        if ep == self.expert_parallel:
+            return self
+        if self.expert_parallel != 1:
+            raise FredError(f"{self.name}: already laid out for EP({self.expert_parallel})")
+        if ep < 1:
+            raise FredError(f"EP({ep}) must be >= 1")
+        if ep > 1 and not self.is_moe:
+            raise FredError(f"EP({ep}) needs a mixture-of-experts workload; {self.name} has no experts")
+        if ep > 1 and self.experts % ep:
+            raise FredError(f"EP({ep}) must divide the {self.experts} experts of {self.name}")
+        k = self.expert_imbalance(ep)
+        layers = []
+        for l in self.layers:
+            if l.expert_params:
+                l = replace(l, params=l.params / ep, expert_params=l.expert_params / ep, fwd_flops=l.fwd_flops * k,
+                            bwd_flops=l.bwd_flops * k, fwd_mem_bytes=l.fwd_mem_bytes * k,
+                            saved_bytes=None if l.saved_bytes is None else l.saved_bytes * k,
+                            saved_split=l.saved_split * k)
+            layers.append(l)
+        return replace(self, layers=tuple(layers), expert_parallel=ep)
 
     def with_mode(self, mode: str) -> "Workload":
         return replace(self, mode=_check_mode(mode, self.name))
@@ -231,9 +301,21 @@ def resnet_layers(spec: dict, dtype_bytes: int = 2) -> list[Layer]:
 
 # ---- loading -----------------------------------------------------------------------------------
 
+#: the paper's workloads (FRED paper Fig. 10): what `fred estimate`, `fred scan` and the
+#: training table run when no workload is named; the other bundled ones (the mixture-of-experts
+#: models) run when named (``-w mixtral-8x7b``)
+TABLE_WORKLOADS = ("resnet-152", "transformer-17b", "gpt3-175b", "transformer-1t")
+
+
+def default_workloads() -> list[str]:
+    """The workloads run when none is named: :data:`TABLE_WORKLOADS`."""
+    return list(TABLE_WORKLOADS)
+
+
 def list_workloads() -> list[str]:
     """Names of the bundled workloads (file stems' ``name`` fields), in a fixed order."""
-    order = ["resnet-152", "transformer-17b", "gpt3-175b", "transformer-1t"]
+    order = ["resnet-152", "transformer-17b", "gpt3-175b", "transformer-1t", "llama2-70b", "mixtral-8x7b",
+             "deepseek-moe-16b"]
     names = []
     for p in sorted(DATA_DIR.glob("*.yml")):
         raw = _bundled_yaml(p)
@@ -244,7 +326,9 @@ def list_workloads() -> list[str]:
 
 _ALIASES = {"resnet152": "resnet-152", "resnet": "resnet-152", "t17b": "transformer-17b", "transformer17b": "transformer-17b",
             "17b": "transformer-17b", "gpt3": "gpt3-175b", "gpt-3": "gpt3-175b", "gpt3-175b": "gpt3-175b",
-            "gpt-3-175b": "gpt3-175b", "t1t": "transformer-1t", "transformer1t": "transformer-1t", "1t": "transformer-1t"}
+            "gpt-3-175b": "gpt3-175b", "t1t": "transformer-1t", "transformer1t": "transformer-1t", "1t": "transformer-1t",
+            "mixtral": "mixtral-8x7b", "mixtral8x7b": "mixtral-8x7b", "deepseek-moe": "deepseek-moe-16b",
+            "deepseekmoe": "deepseek-moe-16b", "deepseek-moe16b": "deepseek-moe-16b"}
 
 
 def is_file_name(name: str) -> bool:
@@ -354,10 +438,14 @@ def workload_from_dict(raw: dict, where: str = "<dict>") -> Workload:
         if shape["hidden"] % shape["heads"]:
             raise FredError(f"workload {where}: hidden {shape['hidden']} is not a multiple of heads {shape['heads']}")
         if shape["heads"] % shape["kv_heads"]:
-            raise FredError(f"workload {where}: heads {shape['heads']} is not a multiple of kv_heads "
-                            f"{shape['kv_heads']}")
-        layers = transformer_layers(shape["layers"], shape["hidden"], shape["heads"], shape["seq"], shape["vocab"],
-                                    shape["ffn_mult"], b, shape["kv_heads"])
+            raise FredError(f"workload {where}: field 'kv_heads' = {shape['kv_heads']} must divide heads "
+                            f"({shape['heads']})")
+        if any(raw.get(k) is not None for k in MODERN_FIELDS):
+            # gated FFNs, untied embeddings, mixture of experts (kv_heads alone: the Megatron form)
+            layers = modern_layers(check_modern_shape(raw, where, shape), b, Layer)
+        else:
+            layers = transformer_layers(shape["layers"], shape["hidden"], shape["heads"], shape["seq"], shape["vocab"],
+                                        shape["ffn_mult"], b, shape["kv_heads"])
     elif kind == "resnet":
         check_resnet_shape(raw, where)
         for k in ("image", "stem", "stages", "classes"):

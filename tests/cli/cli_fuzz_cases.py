@@ -66,6 +66,7 @@ KNOWN = {
     "--chakra": ["{d}/chakra4"], "--trace": ["{d}/mlp.txt"], "--plot": ["{d}/p.png", "{d}/p.svg"],
     "--output": ["{d}/o.v", "{d}/sub/o.json"], "--faults": ["corrupt", "drop,delay"],
     "--phases": ["reduce", "all-reduce,unicast"], "--off-wafer": ["ndr-sharp", "ring"],
+    "--all-to-all-method": ["online", "precompiled"],   # refused while the timing file has no all_to_all section
 }
 
 #: values no option takes well, and a few that some take

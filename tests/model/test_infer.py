@@ -114,7 +114,7 @@ def test_kv_heads_field():
     assert gqa.shape["kv_heads"] == 2 and mha.shape["kv_heads"] == 8
     assert gqa.params < mha.params                  # K and V are a quarter as wide
     assert shape_of(gqa).kv_bytes(1) * 4 == shape_of(mha).kv_bytes(1)
-    with pytest.raises(FredError, match="heads 8 is not a multiple of kv_heads 3"):
+    with pytest.raises(FredError, match=r"field 'kv_heads' = 3 must divide heads \(8\)"):
         workload_from_dict({**raw, "kv_heads": 3})
     with pytest.raises(FredError, match="field 'kv_heads' = 0 is too small"):
         workload_from_dict({**raw, "kv_heads": 0})

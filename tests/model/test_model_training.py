@@ -15,7 +15,8 @@ from fred.model.workload.loader import Layer, list_workloads, load_workload, wor
 # ---- workloads --------------------------------------------------------------------------------
 
 def test_bundled_workloads():
-    assert list_workloads() == ["resnet-152", "transformer-17b", "gpt3-175b", "transformer-1t", "llama2-70b"]
+    assert list_workloads() == ["resnet-152", "transformer-17b", "gpt3-175b", "transformer-1t", "llama2-70b",
+                                "mixtral-8x7b", "deepseek-moe-16b"]
     for n in list_workloads():
         w = load_workload(n)
         assert w.source and w.layers and w.mode in ("weight-stationary", "weight-streaming")
