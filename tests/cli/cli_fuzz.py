@@ -78,6 +78,15 @@ HEAVY = [
     ("fred.hdl.switch.top", "verilog_build"),
     ("fred.hdl.crossbar", "verilog_build"),
     ("fred.hdl.routing.placement", "study"),
+    # the same functions where the commands read them: their subpackages export them
+    ("fred.sim.characterize", "characterize"),
+    ("fred.sim.characterize", "measure_clock"),
+    ("fred.sim.benches", "run_cell_regression"),
+    ("fred.sim.characterize", "run_faults"),
+    ("fred.hdl.cells", "verilog_build"),
+    ("fred.hdl.fabric", "verilog_build"),
+    ("fred.hdl.switch", "verilog_build"),
+    ("fred.hdl.routing", "study"),
 ]
 
 

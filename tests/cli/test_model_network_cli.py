@@ -114,8 +114,9 @@ def test_cli_json_all_fabrics(capsys):
     doc = json.loads(out)
     assert doc["kind"] == "fred-collective" and doc["schema_version"] == 2
     rows = doc["results"]
-    assert rc == 0 and [r["fabric"] for r in rows] == ["mesh", "fred-a", "fred-b", "fred-c", "fred-d"]
-    d = rows[-1]
+    assert rc == 0 and [r["fabric"] for r in rows] == ["mesh", "fred-a", "fred-b", "fred-c", "fred-d", "torus",
+                                                     "switched", "switched-inr"]
+    d = next(r for r in rows if r["fabric"] == "fred-d")
     assert d["algorithm"] == "in-switch" and d["bytes_sent_per_npu"] == pytest.approx(256 * 2**20)
     eff = P.default_params().link_efficiency           # header flits and ACKs (fred.model.system.packets)
     assert d["npu_effective_bandwidth_Bps"] == pytest.approx(3e12 * eff, rel=0.01)
@@ -137,7 +138,7 @@ def test_cli_network_file(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, match", [
-    (["--fabric", "torus"], "unknown fabric 'torus'"),
+    (["--fabric", "hypercube"], "unknown fabric 'hypercube'"),
     (["--op", "allsum"], "unknown collective 'allsum'"),
     (["--group", "0-25"], "NPU 20 in group '0-25' outside"),
     (["--size", "0"], "--size '0' is too small: must be >= 1"),
