@@ -32,7 +32,7 @@ __all__ = ["SCHEMA_VERSION", "SCHEMA_CHANGES", "READ_VERSIONS", "KIND", "DEFAULT
            "validate_timing", "summarize", "write_timing", "default_timing_path", "FLOW_KINDS"]
 
 #: the schema this module writes
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: what each schema version changed; the reader reads every version listed here
 SCHEMA_CHANGES = {
     1: "the first schema: cells, fabrics, switch, summary",
@@ -48,6 +48,9 @@ SCHEMA_CHANGES = {
        "fault rate per flit, measured by the fault bench: sim/characterize/faults.py); the model "
        "derates its links by it for a chosen bit-error rate; a version 1, 2 or 3 file reads the "
        "same, without that section (no bit-error derating possible)",
+    5: "adds the optional section all_to_all (all-to-all throughput of the switch RTL, uniform "
+       "and Zipf-skewed, per routing method: precompiled phases and online routing, measured by "
+       "sim/measure_a2a.py); a version 1 to 4 file reads the same, without that section",
 }
 READ_VERSIONS = tuple(SCHEMA_CHANGES)
 #: file kind marker
@@ -137,6 +140,11 @@ class TimingFile:
     def link_faults(self) -> dict | None:
         """The goodput-vs-fault-rate curve (schema 4; None when the file has none)."""
         return self.data.get("link_faults")
+
+    @property
+    def all_to_all(self) -> dict | None:
+        """All-to-all throughput per routing method (schema 5; None when the file has none)."""
+        return self.data.get("all_to_all")
 
     @property
     def area_at_width(self) -> dict | None:
@@ -257,6 +265,11 @@ def validate_timing(doc, path="<timing>") -> dict:
             raise TimingFileError(f"timing file {path}: section link_faults needs schema version 4 "
                                   f"(this file says {ver}); {_fix(path)}")
         _link_faults(doc["link_faults"], path)
+    if doc.get("all_to_all") is not None:
+        if ver < 5:
+            raise TimingFileError(f"timing file {path}: section all_to_all needs schema version 5 "
+                                  f"(this file says {ver}); {_fix(path)}")
+        _all_to_all(doc["all_to_all"], path)
     return doc
 
 
@@ -332,6 +345,68 @@ def _link_faults(sec, path) -> None:
             raise TimingFileError(f"timing file {path}: {where}rate_per_flit = {rate!r} does not "
                                   f"increase; {_fix(path)}")
         last = rate
+
+
+#: the figures of every all-to-all method, and those only the precompiled one has
+A2A_FRACTIONS = ("uniform_flits_per_cycle_per_port", "skewed_fraction_of_bound")
+A2A_PRECOMPILED = ("config_cycles_per_phase", "phases_uniform")
+
+
+def _a2a_methods(methods, where, path) -> None:
+    if not isinstance(methods, dict) or not methods:
+        raise TimingFileError(f"timing file {path}: field {where} must be a non-empty object of "
+                              f"methods; {_fix(path)}")
+    for name in ("precompiled", "online"):
+        _need(methods, name, dict, f"{where}.", path)
+    for name, fig in methods.items():
+        w = f"{where}.{name}."
+        if not isinstance(fig, dict):
+            raise TimingFileError(f"timing file {path}: field {where}.{name} is not an object; "
+                                  f"{_fix(path)}")
+        for key in A2A_FRACTIONS:
+            _num(fig, key, w, path, positive=True, high=1.0)
+        if name == "precompiled":
+            _num(fig, "config_cycles_per_phase", w, path, high=MAX_CYCLES)
+            _need(fig, "phases_uniform", int, w, path)
+            if fig["phases_uniform"] < 1:
+                raise TimingFileError(f"timing file {path}: field {w}phases_uniform = "
+                                      f"{fig['phases_uniform']!r} must be >= 1; {_fix(path)}")
+
+
+def _all_to_all(sec, path) -> None:
+    """Schema 5's optional section (docs/characterization.md): per method, uniform throughput
+    and skewed fraction of the bound (0 < x <= 1), the precompiled phases' cost; per switch
+    size the same; the default method; what measured it."""
+    w = "all_to_all."
+    if not isinstance(sec, dict):
+        raise TimingFileError(f"timing file {path}: field all_to_all is not an object; {_fix(path)}")
+    _num(sec, "zipf_exponent", w, path, positive=True, high=100)
+    ports = _need(sec, "ports", int, w, path)
+    if ports < 2:
+        raise TimingFileError(f"timing file {path}: field {w}ports = {ports!r} must be >= 2; "
+                              f"{_fix(path)}")
+    methods = _need(sec, "methods", dict, w, path)
+    _a2a_methods(methods, f"{w}methods", path)
+    by = _need(sec, "by_ports", dict, w, path)
+    for p, m in by.items():
+        if not (isinstance(p, str) and p.isascii() and p.isdigit() and int(p) >= 2):
+            raise TimingFileError(f"timing file {path}: field {w}by_ports has key {p!r:.20}: must "
+                                  f"be a port count >= 2; {_fix(path)}")
+        _a2a_methods(m, f"{w}by_ports.{p}", path)
+    if by.get(str(ports)) != methods:
+        raise TimingFileError(f"timing file {path}: field {w}methods differs from "
+                              f"{w}by_ports.{ports} (methods are the {ports}-port figures); "
+                              f"{_fix(path)}")
+    if max(int(p) for p in by) != ports:
+        raise TimingFileError(f"timing file {path}: field {w}ports = {ports} is not the largest "
+                              f"switch of {w}by_ports; {_fix(path)}")
+    dm = _need(sec, "default_method", str, w, path)
+    if dm not in methods:
+        raise TimingFileError(f"timing file {path}: field {w}default_method = {dm!r:.40} is not "
+                              f"one of {w}methods ({', '.join(sorted(methods))}); {_fix(path)}")
+    mb = _need(sec, "measured_by", str, w, path)
+    if not mb.strip():
+        raise TimingFileError(f"timing file {path}: field {w}measured_by is empty; {_fix(path)}")
 
 
 def load_timing(path=None) -> TimingFile:
