@@ -36,8 +36,8 @@ from fred.contract import packet as pk
 from fred.hdl.all_to_all import (bound_packets, compile_all_to_all, online_schedule,
                                  uniform_matrix, zipf_matrix)
 
-__all__ = ["measure_all_to_all", "timing_section", "section_for", "ZIPF_EXPONENT",
-           "DEFAULTS", "main"]
+__all__ = ["measure_all_to_all", "timing_section", "section_for", "write_section", "embed",
+           "run_a2a", "ZIPF_EXPONENT", "DEFAULTS", "main"]
 
 #: the skew of MoE token routing the issue asks for (destinations ~ Zipf(1.0))
 ZIPF_EXPONENT = 1.0
@@ -149,6 +149,32 @@ def timing_section(ports=(4, 12), seed=1, **kw) -> dict:
     results = [measure_all_to_all(p, seed=seed, **kw) for p in ports]
     args = ", ".join([f"ports={tuple(ports)}", f"seed={seed}"] + [f"{k}={v}" for k, v in sorted(kw.items())])
     return section_for(results, f"fred.sim.measure_a2a.timing_section({args})"), results
+
+
+def write_section(path, ports=(4, 12), seed=1, **kw) -> dict:
+    """Measure (:func:`timing_section`) and write the section and the runs behind it as JSON
+    (``{"section", "results"}``) to ``path``; return the section."""
+    from fred.contract.outputs import write_atomic
+    from fred.contract.rounding import rounded
+
+    sec, results = timing_section(ports=ports, seed=seed, **kw)
+    write_atomic(path, json.dumps(rounded({"section": sec, "results": results}), indent=1,
+                                  sort_keys=True) + "\n")
+    return sec
+
+
+def embed(section_json, timing_in, timing_out) -> dict:
+    """Write ``timing_out``: the timing file ``timing_in`` (``None``: the embedded default) with
+    the ``all_to_all`` section of ``section_json`` (a file :func:`write_section` wrote) and
+    schema version 5 (the rest of the file unchanged, as it was measured). Returns the section."""
+    from fred.contract.timing import load_timing, write_timing
+
+    sec = json.loads(Path(section_json).read_text())["section"]
+    doc = dict(load_timing(timing_in).data)
+    doc["all_to_all"] = sec
+    doc["schema_version"] = max(5, doc["schema_version"])
+    write_timing(doc, timing_out)
+    return sec
 
 
 def main(argv=None):

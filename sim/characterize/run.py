@@ -36,7 +36,7 @@ import sys
 import time
 from pathlib import Path
 
-from fred.contract.packet import HEADER_BITS
+from fred.contract.packet import HEADER_BITS, ONLINE_HEADER_BITS
 from fred.contract.timing import KIND, SCHEMA_VERSION, summarize
 from fred.hdl.adders import adder_latency
 from fred.hdl.physical import synth_area, yosys_version
@@ -248,6 +248,10 @@ def _switch_sections(cfg, middle, lanes, dtype, prog) -> dict:
 def _all_to_all(cfg, middle, lanes, dtype, prog) -> dict:
     """The ``all_to_all`` section (sim/measure_a2a.py): uniform and Zipf-skewed all-to-all,
     precompiled and online, on a 4-port switch and on the measured switch's size."""
+    if lanes * get_dtype(dtype).width < ONLINE_HEADER_BITS:
+        prog.note(f"all-to-all: not measured (a {lanes} x {dtype} flit cannot carry the port byte "
+                  f"online routing needs: {ONLINE_HEADER_BITS} bits)")
+        return None
     sizes = tuple(sorted({4, cfg["switch_ports"]}))
     prog.note(f"all-to-all: {', '.join(map(str, sizes))} ports, packets of 1 + "
               f"{cfg['switch_packet_flits']} flits, seed {cfg['seed']}")
