@@ -48,9 +48,8 @@ SCHEMA_CHANGES = {
        "fault rate per flit, measured by the fault bench: sim/characterize/faults.py); the model "
        "derates its links by it for a chosen bit-error rate; a version 1, 2 or 3 file reads the "
        "same, without that section (no bit-error derating possible)",
-    5: "adds the optional section all_to_all (all-to-all throughput of the switch RTL, uniform "
-       "and Zipf-skewed, per routing method: precompiled phases and online routing, measured by "
-       "sim/measure_a2a.py); a version 1 to 4 file reads the same, without that section",
+    5: "adds the optional section all_to_all (all-to-all throughput per routing method, measured "
+       "by sim/characterize/all_to_all.py); a version 1 to 4 file reads the same, without it",
 }
 READ_VERSIONS = tuple(SCHEMA_CHANGES)
 #: file kind marker
@@ -347,66 +346,50 @@ def _link_faults(sec, path) -> None:
         last = rate
 
 
-#: the figures of every all-to-all method, and those only the precompiled one has
+#: the figures of every all-to-all method (each 0 < x <= 1)
 A2A_FRACTIONS = ("uniform_flits_per_cycle_per_port", "skewed_fraction_of_bound")
-A2A_PRECOMPILED = ("config_cycles_per_phase", "phases_uniform")
+
+
+def _bad(path, msg):
+    raise TimingFileError(f"timing file {path}: {msg}; {_fix(path)}")
 
 
 def _a2a_methods(methods, where, path) -> None:
-    if not isinstance(methods, dict) or not methods:
-        raise TimingFileError(f"timing file {path}: field {where} must be a non-empty object of "
-                              f"methods; {_fix(path)}")
     for name in ("precompiled", "online"):
         _need(methods, name, dict, f"{where}.", path)
-    for name, fig in methods.items():
-        w = f"{where}.{name}."
-        if not isinstance(fig, dict):
-            raise TimingFileError(f"timing file {path}: field {where}.{name} is not an object; "
-                                  f"{_fix(path)}")
+    for name in methods:
+        w, fig = f"{where}.{name}.", _need(methods, name, dict, f"{where}.", path)
         for key in A2A_FRACTIONS:
             _num(fig, key, w, path, positive=True, high=1.0)
         if name == "precompiled":
             _num(fig, "config_cycles_per_phase", w, path, high=MAX_CYCLES)
-            _need(fig, "phases_uniform", int, w, path)
-            if fig["phases_uniform"] < 1:
-                raise TimingFileError(f"timing file {path}: field {w}phases_uniform = "
-                                      f"{fig['phases_uniform']!r} must be >= 1; {_fix(path)}")
+            if _need(fig, "phases_uniform", int, w, path) < 1:
+                _bad(path, f"field {w}phases_uniform = {fig['phases_uniform']!r} must be >= 1")
 
 
 def _all_to_all(sec, path) -> None:
-    """Schema 5's optional section (docs/characterization.md): per method, uniform throughput
-    and skewed fraction of the bound (0 < x <= 1), the precompiled phases' cost; per switch
-    size the same; the default method; what measured it."""
+    """Schema 5's optional section (fields: docs/characterization.md)."""
     w = "all_to_all."
     if not isinstance(sec, dict):
-        raise TimingFileError(f"timing file {path}: field all_to_all is not an object; {_fix(path)}")
+        _bad(path, "field all_to_all is not an object")
     _num(sec, "zipf_exponent", w, path, positive=True, high=100)
-    ports = _need(sec, "ports", int, w, path)
-    if ports < 2:
-        raise TimingFileError(f"timing file {path}: field {w}ports = {ports!r} must be >= 2; "
-                              f"{_fix(path)}")
+    if (ports := _need(sec, "ports", int, w, path)) < 2:
+        _bad(path, f"field {w}ports = {ports!r} must be >= 2")
     methods = _need(sec, "methods", dict, w, path)
     _a2a_methods(methods, f"{w}methods", path)
     by = _need(sec, "by_ports", dict, w, path)
     for p, m in by.items():
         if not (isinstance(p, str) and p.isascii() and p.isdigit() and int(p) >= 2):
-            raise TimingFileError(f"timing file {path}: field {w}by_ports has key {p!r:.20}: must "
-                                  f"be a port count >= 2; {_fix(path)}")
-        _a2a_methods(m, f"{w}by_ports.{p}", path)
-    if by.get(str(ports)) != methods:
-        raise TimingFileError(f"timing file {path}: field {w}methods differs from "
-                              f"{w}by_ports.{ports} (methods are the {ports}-port figures); "
-                              f"{_fix(path)}")
-    if max(int(p) for p in by) != ports:
-        raise TimingFileError(f"timing file {path}: field {w}ports = {ports} is not the largest "
-                              f"switch of {w}by_ports; {_fix(path)}")
-    dm = _need(sec, "default_method", str, w, path)
-    if dm not in methods:
-        raise TimingFileError(f"timing file {path}: field {w}default_method = {dm!r:.40} is not "
-                              f"one of {w}methods ({', '.join(sorted(methods))}); {_fix(path)}")
-    mb = _need(sec, "measured_by", str, w, path)
-    if not mb.strip():
-        raise TimingFileError(f"timing file {path}: field {w}measured_by is empty; {_fix(path)}")
+            _bad(path, f"field {w}by_ports has key {p!r:.20}: must be a port count >= 2")
+        _a2a_methods(_need(by, p, dict, f"{w}by_ports.", path), f"{w}by_ports.{p}", path)
+    if by.get(str(ports)) != methods or max(map(int, by)) != ports:
+        _bad(path, f"field {w}methods differs from {w}by_ports.{ports}, or {ports} is not the "
+                   f"largest switch there (methods are the figures of the largest)")
+    if (dm := _need(sec, "default_method", str, w, path)) not in methods:
+        _bad(path, f"field {w}default_method = {dm!r:.40} is not one of {w}methods "
+                   f"({', '.join(sorted(methods))})")
+    if not _need(sec, "measured_by", str, w, path).strip():
+        _bad(path, f"field {w}measured_by is empty")
 
 
 def load_timing(path=None) -> TimingFile:

@@ -1,4 +1,4 @@
-"""Precompiled all-to-all (hdl/all_to_all.py) on the switch RTL, against online routing.
+"""Precompiled all-to-all (hdl/routing/all_to_all.py) on the switch RTL, against online routing.
 
 make test: the compiler's phases (pure Python), the switch's ACK/NACK fan-out to every input of a
 multi-flow phase (Amaranth simulator), the 4-port switch running a uniform and a Zipf-skewed
@@ -16,7 +16,7 @@ import pytest
 
 from fred.contract import packet as pk
 from fred.contract.timing import TimingFileError, load_timing, validate_timing
-from fred.hdl.all_to_all import (bound_packets, check_matrix, compile_all_to_all, online_schedule,
+from fred.hdl.routing.all_to_all import (bound_packets, check_matrix, compile_all_to_all, online_schedule,
                                  uniform_matrix, zipf_matrix)
 from fred.hdl.netlist.flows import Flow
 
@@ -107,7 +107,7 @@ def test_precompiled_uniform_and_skewed_meet_the_targets_on_4_ports():
     """Every packet checked (golden model, per pair once and in order); uniform >= 0.90
     flits/cycle/port, Zipf(1.0) >= 0.75 of its bound; online routing of the same traffic is
     measured to be well below (it is the figure the precompiled phases replace)."""
-    from fred.sim.measure_a2a import run_a2a
+    from fred.sim.characterize.all_to_all import run_a2a
 
     uni = uniform_matrix(4, 16)
     r = run_a2a(4, compile_all_to_all(uni, 201), seed=2, length=8)
@@ -124,7 +124,7 @@ def test_back_pressure_and_an_online_tail_deliver_every_packet_in_order():
     """Random receiver back-pressure (30 % of cycles) on a skewed all-to-all whose table holds
     only 3 phases: the rest goes online behind them; per (source, destination) every packet
     once, intact, in order (the bench fails otherwise)."""
-    from fred.sim.measure_a2a import run_a2a
+    from fred.sim.characterize.all_to_all import run_a2a
 
     skew = zipf_matrix(4, 40, 1.0, random.Random(5))
     sched = compile_all_to_all(skew, 3)
@@ -201,7 +201,7 @@ def test_bad_section_is_one_line_naming_the_field(edit, needle):
 @pytest.mark.regress
 def test_12_port_switch_meets_the_targets():
     """The figures of the embedded default's 12-port row, measured again (same settings)."""
-    from fred.sim.measure_a2a import measure_all_to_all
+    from fred.sim.characterize.all_to_all import measure_all_to_all
 
     r = measure_all_to_all(12, seed=1)
     pre, on = r["figures"]["precompiled"], r["figures"]["online"]

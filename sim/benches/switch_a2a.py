@@ -1,9 +1,9 @@
-"""cocotb bench: an all-to-all through the switch, precompiled or online (sim/measure_a2a.py).
+"""cocotb bench: an all-to-all through the switch, precompiled or online (sim/characterize/all_to_all.py).
 
-``switch_a2a`` (configuration from :func:`fred.sim.measure_a2a.run_a2a`): every input port sends
+``switch_a2a`` (configuration from :func:`fred.sim.characterize.all_to_all.run_a2a`): every input port sends
 its packets of the all-to-all, ``length`` data flits each, as fast as its credits allow, in the
 order ``cfg["order"][p]`` gives: a list of ``[phase, destination]`` where ``phase`` is a
-phase-table index (a precompiled phase of :func:`fred.hdl.all_to_all.compile_all_to_all`; the
+phase-table index (a precompiled phase of :func:`fred.hdl.routing.all_to_all.compile_all_to_all`; the
 k-th packet of a phase carries ``seq`` k at every input) or ``null`` (a default-index packet
 naming ``destination``, routed online). ``stall`` gives the receivers random back-pressure.
 

@@ -2,14 +2,14 @@
 
 :func:`measure_all_to_all` builds the switch (Verilator, cached; the bench build of
 :mod:`fred.sim.characterize.switch` with the switch's default phase-table capacity) and runs
-sim/tb_switch_a2a.py four times:
+sim/benches/switch_a2a.py four times:
 
 * **uniform**: every input sends ``packets_per_pair`` packets to every other output;
 * **skewed**: every input sends ``packets_per_source`` packets, each to an output drawn from a
   Zipf distribution of exponent ``exponent`` over the other outputs (one popularity order for
-  all sources, :func:`fred.hdl.all_to_all.zipf_matrix`);
+  all sources, :func:`fred.hdl.routing.all_to_all.zipf_matrix`);
 
-each **precompiled** (:func:`fred.hdl.all_to_all.compile_all_to_all`: cyclic shifts / Birkhoff-von
+each **precompiled** (:func:`fred.hdl.routing.all_to_all.compile_all_to_all`: cyclic shifts / Birkhoff-von
 Neumann phases in the phase table, the tail online when the table is full) and **online** (every
 packet a default-index packet, in a random order per source). Packets have ``length`` data flits
 (the paper's 4 KB packets in 512 B flits: 8); the receivers are always ready (``stall`` 0) for
@@ -33,7 +33,10 @@ import time
 from pathlib import Path
 
 from fred.contract import packet as pk
-from fred.hdl.all_to_all import (bound_packets, compile_all_to_all, online_schedule,
+from fred.contract.outputs import write_atomic
+from fred.contract.rounding import rounded
+from fred.contract.timing import load_timing, write_timing
+from fred.hdl.routing.all_to_all import (bound_packets, compile_all_to_all, online_schedule,
                                  uniform_matrix, zipf_matrix)
 
 __all__ = ["measure_all_to_all", "timing_section", "section_for", "write_section", "embed",
@@ -58,7 +61,7 @@ def _switch(ports, length, lanes=4, dtype="fp16", middle=3, fabric="fred"):
 
 def run_a2a(ports, schedule, *, seed, length, lanes=4, dtype="fp16", middle=3, stall=0.0,
             fabric="fred") -> dict:
-    """One bench run of ``schedule`` (:class:`fred.hdl.all_to_all.Schedule`); the bench's result
+    """One bench run of ``schedule`` (:class:`fred.hdl.routing.all_to_all.Schedule`); the bench's result
     dict plus ``phases`` and ``online_packets``."""
     from .switch import _base_config
     from fred.sim.toolchain import run_bench
@@ -73,7 +76,7 @@ def run_a2a(ports, schedule, *, seed, length, lanes=4, dtype="fp16", middle=3, s
         cfg = dict(_base_config(sw, table), out=str(out), order=[order[p] for p in range(ports)],
                    length=length, stall=stall, rx_credits=[200, 200, 200, 8], credit_burst=8,
                    max_cycles=2_000_000)
-        run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.tb_switch_a2a",
+        run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.benches.switch_a2a",
                   tag=f"switch-p{ports}-{dtype}-{sw.fabric_kind}", config=cfg, seed=seed,
                   testcase="switch_a2a")
         res = json.loads(out.read_text())
@@ -148,15 +151,12 @@ def timing_section(ports=(4, 12), seed=1, **kw) -> dict:
     call)."""
     results = [measure_all_to_all(p, seed=seed, **kw) for p in ports]
     args = ", ".join([f"ports={tuple(ports)}", f"seed={seed}"] + [f"{k}={v}" for k, v in sorted(kw.items())])
-    return section_for(results, f"fred.sim.measure_a2a.timing_section({args})"), results
+    return section_for(results, f"fred.sim.characterize.all_to_all.timing_section({args})"), results
 
 
 def write_section(path, ports=(4, 12), seed=1, **kw) -> dict:
     """Measure (:func:`timing_section`) and write the section and the runs behind it as JSON
     (``{"section", "results"}``) to ``path``; return the section."""
-    from fred.contract.outputs import write_atomic
-    from fred.contract.rounding import rounded
-
     sec, results = timing_section(ports=ports, seed=seed, **kw)
     write_atomic(path, json.dumps(rounded({"section": sec, "results": results}), indent=1,
                                   sort_keys=True) + "\n")
@@ -167,8 +167,6 @@ def embed(section_json, timing_in, timing_out) -> dict:
     """Write ``timing_out``: the timing file ``timing_in`` (``None``: the embedded default) with
     the ``all_to_all`` section of ``section_json`` (a file :func:`write_section` wrote) and
     schema version 5 (the rest of the file unchanged, as it was measured). Returns the section."""
-    from fred.contract.timing import load_timing, write_timing
-
     sec = json.loads(Path(section_json).read_text())["section"]
     doc = dict(load_timing(timing_in).data)
     doc["all_to_all"] = sec

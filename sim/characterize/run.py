@@ -15,7 +15,7 @@ the wafer's switch chiplets FRED_3(12) at L1 and FRED_3(10) at L2):
    512 B flits), since preemption and the scanner's activation delay grow with the packet length,
    the fabric latency and the port count; the Go-Back-N goodput curve (sim/characterize/faults.py)
    and the all-to-all throughput of precompiled phases and of online routing on 4 ports and on
-   that size (sim/measure_a2a.py, section ``all_to_all``);
+   that size (sim/characterize/all_to_all.py, section ``all_to_all``);
 
 and returns the timing document (schema :data:`fred.contract.timing.SCHEMA_VERSION`, documented
 field by field in docs/characterization.md). :func:`fred.contract.timing.write_timing` writes it as JSON.
@@ -246,7 +246,7 @@ def _switch_sections(cfg, middle, lanes, dtype, prog) -> dict:
 
 
 def _all_to_all(cfg, middle, lanes, dtype, prog) -> dict:
-    """The ``all_to_all`` section (sim/measure_a2a.py): uniform and Zipf-skewed all-to-all,
+    """The ``all_to_all`` section (sim/characterize/all_to_all.py): uniform and Zipf-skewed all-to-all,
     precompiled and online, on a 4-port switch and on the measured switch's size."""
     if lanes * get_dtype(dtype).width < ONLINE_HEADER_BITS:
         prog.note(f"all-to-all: not measured (a {lanes} x {dtype} flit cannot carry the port byte "

@@ -7,7 +7,7 @@ the switch's outputs delivered), :meth:`World.step` (credits, endpoints, checks)
 **Program** (:func:`fault_phases`, :class:`Program`): phases of a kind: ``all-reduce`` (every
 port to every port, DP), ``reduce`` (ports 0..P-2 to P-1, MP), ``multicast`` (port 1 to all
 others, PP), ``unicast`` (port 2 to port 0, PP), one flow each; or ``all-to-all`` alone (the
-precompiled uniform all-to-all of :func:`fred.hdl.all_to_all.compile_all_to_all`: P - 1
+precompiled uniform all-to-all of :func:`fred.hdl.routing.all_to_all.compile_all_to_all`: P - 1
 cyclic-shift phases of P unicast flows each, DP, indices from 4; every source sends them in
 order, a phase only once its previous one is acknowledged, as the switch needs the phases of
 a VC in one global order); ``packets`` packets per phase of 1..``max_len`` random data flits,
@@ -37,6 +37,7 @@ from collections import Counter, defaultdict
 
 from fred.contract import packet as pk
 from fred.hdl.netlist import Flow
+from fred.hdl.routing.all_to_all import compile_all_to_all, uniform_matrix
 from .inject import Injector
 from .gbn import FINAL_ACKS, GbnParams, GbnReceiver, GbnSource
 from .endpoint import Endpoint
@@ -63,8 +64,6 @@ def fault_phases(P: int, kinds=PHASE_KINDS) -> dict:
         if list(kinds) != [A2A_KIND]:
             raise ValueError(f"fault bench phase kind {A2A_KIND} runs alone, not with "
                              f"{', '.join(k for k in kinds if k != A2A_KIND)}")
-        from fred.hdl.all_to_all import compile_all_to_all, uniform_matrix
-
         sched = compile_all_to_all(uniform_matrix(P, 1), len(PHASE_KINDS) + P)
         return {len(PHASE_KINDS) + k: (vc, flows)
                 for k, (vc, flows) in sched.table(pk.VC_DP).items()}
