@@ -9,6 +9,10 @@ sim/benches/switch_a2a.py four times:
   Zipf distribution of exponent ``exponent`` over the other outputs (one popularity order for
   all sources, :func:`fred.hdl.routing.all_to_all.zipf_matrix`);
 
+(the online runs with ``online_packets_per_pair`` / ``online_packets_per_source``: online
+routing has no per-phase cost to amortize, its rate does not grow with the size, and a
+12-port online run of the precompiled runs' size would simulate for most of an hour)
+
 each **precompiled** (:func:`fred.hdl.routing.all_to_all.compile_all_to_all`: cyclic shifts / Birkhoff-von
 Neumann phases in the phase table, the tail online when the table is full) and **online** (every
 packet a default-index packet, in a random order per source). Packets have ``length`` data flits
@@ -45,8 +49,9 @@ __all__ = ["measure_all_to_all", "timing_section", "section_for", "write_section
 #: the skew of MoE token routing the issue asks for (destinations ~ Zipf(1.0))
 ZIPF_EXPONENT = 1.0
 #: the measurement's defaults (make run's characterization and the embedded default use them)
-DEFAULTS = {"packets_per_pair": 16, "packets_per_source": 128, "length": 8, "lanes": 4,
-            "dtype": "fp16", "middle": 3}
+DEFAULTS = {"packets_per_pair": 64, "packets_per_source": 128, "online_packets_per_pair": 8,
+            "online_packets_per_source": 48, "length": 8, "lanes": 4, "dtype": "fp16",
+            "middle": 3}
 
 
 def _switch(ports, length, lanes=4, dtype="fp16", middle=3, fabric="fred"):
@@ -88,7 +93,8 @@ def run_a2a(ports, schedule, *, seed, length, lanes=4, dtype="fp16", middle=3, s
 
 def measure_all_to_all(ports=4, seed=1, packets_per_pair=None, packets_per_source=None,
                        length=None, exponent=ZIPF_EXPONENT, stall=0.0, lanes=None, dtype=None,
-                       middle=None) -> dict:
+                       middle=None, online_packets_per_pair=None,
+                       online_packets_per_source=None) -> dict:
     """Both methods on a uniform and a Zipf-skewed all-to-all; returns ``{"ports", "seed",
     "length", "packets_per_pair", "packets_per_source", "exponent", "capacity", "runs":
     {"precompiled-uniform", "precompiled-skewed", "online-uniform", "online-skewed"},
@@ -99,23 +105,27 @@ def measure_all_to_all(ports=4, seed=1, packets_per_pair=None, packets_per_sourc
     ppair = d["packets_per_pair"] if packets_per_pair is None else packets_per_pair
     psrc = d["packets_per_source"] if packets_per_source is None else packets_per_source
     L = d["length"] if length is None else length
+    oppair = d["online_packets_per_pair"] if online_packets_per_pair is None else online_packets_per_pair
+    opsrc = d["online_packets_per_source"] if online_packets_per_source is None else online_packets_per_source
     for name, v in (("ports", ports), ("packets_per_pair", ppair), ("packets_per_source", psrc),
+                    ("online_packets_per_pair", oppair), ("online_packets_per_source", opsrc),
                     ("length", L), ("seed", seed)):
         if isinstance(v, bool) or not isinstance(v, int) or v < (4 if name == "ports" else 1):
             raise ValueError(f"all-to-all {name} {v!r} must be an integer >= "
                              f"{4 if name == 'ports' else 1}")
     t0 = time.monotonic()
     cap = _switch(ports, L, d["lanes"], d["dtype"], d["middle"])[1].capacity
-    uni = uniform_matrix(ports, ppair)
-    skew = zipf_matrix(ports, psrc, exponent, random.Random(seed))
     runs = {}
-    for kind, M in (("uniform", uni), ("skewed", skew)):
-        for method, sched in (("precompiled", compile_all_to_all(M, cap)),
-                              ("online", online_schedule(M))):
-            runs[f"{method}-{kind}"] = r = run_a2a(ports, sched, seed=seed, length=L, stall=stall,
-                                                   lanes=d["lanes"], dtype=d["dtype"],
-                                                   middle=d["middle"])
-            assert r["busiest_flits"] == bound_packets(M) * (1 + L)
+    for method, kind, M in (
+            ("precompiled", "uniform", uniform_matrix(ports, ppair)),
+            ("precompiled", "skewed", zipf_matrix(ports, psrc, exponent, random.Random(seed))),
+            ("online", "uniform", uniform_matrix(ports, oppair)),
+            ("online", "skewed", zipf_matrix(ports, opsrc, exponent, random.Random(seed)))):
+        sched = compile_all_to_all(M, cap) if method == "precompiled" else online_schedule(M)
+        runs[f"{method}-{kind}"] = r = run_a2a(ports, sched, seed=seed, length=L, stall=stall,
+                                               lanes=d["lanes"], dtype=d["dtype"],
+                                               middle=d["middle"])
+        assert r["busiest_flits"] == bound_packets(M) * (1 + L)
     pu = runs["precompiled-uniform"]
     figures = {m: {"uniform_flits_per_cycle_per_port": runs[f"{m}-uniform"]["flits_per_cycle_per_port"],
                    "skewed_fraction_of_bound": runs[f"{m}-skewed"]["fraction_of_bound"]}
@@ -125,7 +135,8 @@ def measure_all_to_all(ports=4, seed=1, packets_per_pair=None, packets_per_sourc
     figures["precompiled"]["phases_uniform"] = pu["phases"]
     return {"ports": ports, "seed": seed, "length": L, "lanes": d["lanes"], "dtype": d["dtype"],
             "middle": d["middle"], "packets_per_pair": ppair,
-            "packets_per_source": psrc, "exponent": exponent, "capacity": cap, "stall": stall,
+            "packets_per_source": psrc, "online_packets_per_pair": oppair,
+            "online_packets_per_source": opsrc, "exponent": exponent, "capacity": cap, "stall": stall,
             "runs": runs, "figures": figures, "runtime_s": round(time.monotonic() - t0, 1)}
 
 
