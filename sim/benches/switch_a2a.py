@@ -17,7 +17,9 @@ Result (JSON at ``out``): ``cycles`` from the first header accepted at an input 
 delivered, ``flits`` delivered (headers included), ``flits_per_cycle_per_port``,
 ``busiest_flits`` (the busiest input's or output's flits) and ``fraction_of_bound``
 (= busiest_flits / cycles), ``rounds`` started, ``phase_changes`` (rounds whose phase differs
-from the previous round's).
+from the previous round's), ``phase_change_idle_cycles`` ``{mean, max, samples}``: at every
+output, the idle cycles between the last flit of one table phase's packet and the header of
+the next phase's (0 = back to back).
 """
 
 from __future__ import annotations
@@ -112,9 +114,18 @@ async def switch_a2a(dut):
         per_in[s] += len(pkts) * (1 + L)
     busiest = max(max(per_in.values()), max(want.values()))
     changes = sum(1 for a, c in zip(b.events, b.events[1:]) if a[2] != c[2])
+    gaps = []                  # idle cycles at an output between two table phases' packets
+    for q in range(P):
+        pk_q = b.output_packets(q)
+        for (e0, _, x0), (_, s1, x1) in zip(pk_q, pk_q[1:]):
+            if pk.DEFAULT_PHASE not in (x0.header.phase, x1.header.phase) and \
+                    x0.header.phase != x1.header.phase:
+                gaps.append(s1 - e0 - 1)
     res = {"cycles": n, "flits": flits, "rounds": len(b.events), "phase_changes": changes,
            "flits_per_cycle_per_port": round(flits / n / P, 4),
-           "busiest_flits": busiest, "fraction_of_bound": round(busiest / n, 4)}
+           "busiest_flits": busiest, "fraction_of_bound": round(busiest / n, 4),
+           "phase_change_idle_cycles": {"mean": round(sum(gaps) / len(gaps), 2) if gaps else None,
+                                        "max": max(gaps, default=None), "samples": len(gaps)}}
     dut._log.info(f"switch all-to-all: {res}")
     with open(cfg["out"], "w") as f:
         json.dump(res, f)

@@ -23,8 +23,9 @@ Figures (per method): ``uniform_flits_per_cycle_per_port`` (flits delivered, hea
 / cycles / ports; 1 = every link busy every cycle), ``skewed_fraction_of_bound`` (the busiest
 input's or output's flits / cycles: 1 = the skewed all-to-all finishes as soon as one flit per
 cycle on its busiest link allows); precompiled also ``config_cycles_per_phase`` (uniform run:
-(cycles - flits per port) / phases, what each phase costs beyond its flits: fabric drain, new
-configuration, first header) and ``phases_uniform`` (P - 1).
+the mean idle cycles at an output between the last flit of one phase and the header of the
+next, rounded up: fabric drain, new configuration, first header) and ``phases_uniform``
+(P - 1).
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def measure_all_to_all(ports=4, seed=1, packets_per_pair=None, packets_per_sourc
                    "skewed_fraction_of_bound": runs[f"{m}-skewed"]["fraction_of_bound"]}
                for m in ("precompiled", "online")}
     figures["precompiled"]["config_cycles_per_phase"] = math.ceil(
-        (pu["cycles"] - pu["flits"] // ports) / pu["phases"])
+        pu["phase_change_idle_cycles"]["mean"])
     figures["precompiled"]["phases_uniform"] = pu["phases"]
     return {"ports": ports, "seed": seed, "length": L, "lanes": d["lanes"], "dtype": d["dtype"],
             "middle": d["middle"], "packets_per_pair": ppair,
