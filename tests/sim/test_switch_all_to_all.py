@@ -89,7 +89,7 @@ def test_bad_matrix_is_refused_in_one_line(bad, needle):
 def test_control_packet_reaches_every_input_of_a_multi_flow_phase():
     """A permutation phase has one flow per pair, and its rounds lock-step them: a NACK from
     receiver 2 must reach every source of the phase (inputs 0 and 1), not only its flow's."""
-    from tests.test_switch import FB, _run_switch, _small_switch
+    from tests.hdl.test_switch import FB, _run_switch, _small_switch
 
     phases = {0: (pk.VC_DP, [Flow({0}, {2}), Flow({1}, {3})])}
     nack = pk.pack(pk.Packet(pk.Header.control(0, 7, nack=True)), FB)
