@@ -37,7 +37,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from fred.hdl.netlist.flows import Flow, all_to_all
+from fred.hdl.netlist import Flow, all_to_all
 
 __all__ = ["A2APhase", "Schedule", "compile_all_to_all", "online_schedule", "uniform_matrix", "zipf_matrix",
            "check_matrix", "bound_packets"]

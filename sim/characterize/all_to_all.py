@@ -2,7 +2,7 @@
 
 :func:`measure_all_to_all` builds the switch (Verilator, cached; the bench build of
 :mod:`fred.sim.characterize.switch` with the switch's default phase-table capacity) and runs
-sim/benches/switch_a2a.py four times:
+sim/benches/switch_online.py (test ``switch_a2a``) four times:
 
 * **uniform**: every input sends ``packets_per_pair`` packets to every other output;
 * **skewed**: every input sends ``packets_per_source`` packets, each to an output drawn from a
@@ -41,7 +41,7 @@ from fred.contract import packet as pk
 from fred.contract.outputs import write_atomic
 from fred.contract.rounding import rounded
 from fred.contract.timing import load_timing, write_timing
-from fred.hdl.routing.all_to_all import (bound_packets, compile_all_to_all, online_schedule,
+from fred.hdl.routing import (bound_packets, compile_all_to_all, online_schedule,
                                  uniform_matrix, zipf_matrix)
 
 __all__ = ["measure_all_to_all", "timing_section", "section_for", "write_section", "embed",
@@ -82,7 +82,7 @@ def run_a2a(ports, schedule, *, seed, length, lanes=4, dtype="fp16", middle=3, s
         cfg = dict(_base_config(sw, table), out=str(out), order=[order[p] for p in range(ports)],
                    length=length, stall=stall, rx_credits=[200, 200, 200, 8], credit_burst=8,
                    max_cycles=2_000_000)
-        run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.benches.switch_a2a",
+        run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.benches.switch_online",
                   tag=f"switch-p{ports}-{dtype}-{sw.fabric_kind}", config=cfg, seed=seed,
                   testcase="switch_a2a")
         res = json.loads(out.read_text())

@@ -37,7 +37,7 @@ from collections import Counter, defaultdict
 
 from fred.contract import packet as pk
 from fred.hdl.netlist import Flow
-from fred.hdl.routing.all_to_all import compile_all_to_all, uniform_matrix
+from fred.hdl.routing import compile_all_to_all, uniform_matrix
 from .inject import Injector
 from .gbn import FINAL_ACKS, GbnParams, GbnReceiver, GbnSource
 from .endpoint import Endpoint

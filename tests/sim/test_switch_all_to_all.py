@@ -16,9 +16,9 @@ import pytest
 
 from fred.contract import packet as pk
 from fred.contract.timing import TimingFileError, load_timing, validate_timing
-from fred.hdl.routing.all_to_all import (bound_packets, check_matrix, compile_all_to_all, online_schedule,
+from fred.hdl.routing import (bound_packets, check_matrix, compile_all_to_all, online_schedule,
                                  uniform_matrix, zipf_matrix)
-from fred.hdl.netlist.flows import Flow
+from fred.hdl.netlist import Flow
 
 # -- the compiler ----------------------------------------------------------------------------
 
