@@ -32,7 +32,7 @@ __all__ = ["SCHEMA_VERSION", "SCHEMA_CHANGES", "READ_VERSIONS", "KIND", "DEFAULT
            "validate_timing", "summarize", "write_timing", "default_timing_path", "FLOW_KINDS"]
 
 #: the schema this module writes
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: what each schema version changed; the reader reads every version listed here
 SCHEMA_CHANGES = {
     1: "the first schema: cells, fabrics, switch, summary",
@@ -48,6 +48,8 @@ SCHEMA_CHANGES = {
        "fault rate per flit, measured by the fault bench: sim/characterize/faults.py); the model "
        "derates its links by it for a chosen bit-error rate; a version 1, 2 or 3 file reads the "
        "same, without that section (no bit-error derating possible)",
+    5: "adds the optional section all_to_all (all-to-all throughput per routing method, measured "
+       "by sim/characterize/all_to_all.py); a version 1 to 4 file reads the same, without it",
 }
 READ_VERSIONS = tuple(SCHEMA_CHANGES)
 #: file kind marker
@@ -137,6 +139,11 @@ class TimingFile:
     def link_faults(self) -> dict | None:
         """The goodput-vs-fault-rate curve (schema 4; None when the file has none)."""
         return self.data.get("link_faults")
+
+    @property
+    def all_to_all(self) -> dict | None:
+        """All-to-all throughput per routing method (schema 5; None when the file has none)."""
+        return self.data.get("all_to_all")
 
     @property
     def area_at_width(self) -> dict | None:
@@ -257,6 +264,11 @@ def validate_timing(doc, path="<timing>") -> dict:
             raise TimingFileError(f"timing file {path}: section link_faults needs schema version 4 "
                                   f"(this file says {ver}); {_fix(path)}")
         _link_faults(doc["link_faults"], path)
+    if doc.get("all_to_all") is not None:
+        if ver < 5:
+            raise TimingFileError(f"timing file {path}: section all_to_all needs schema version 5 "
+                                  f"(this file says {ver}); {_fix(path)}")
+        _all_to_all(doc["all_to_all"], path)
     return doc
 
 
@@ -336,6 +348,52 @@ def _link_faults(sec, path) -> None:
                                   f"above the {prev[1]!r} at {prev[0]!r} ({w}points[{k - 1}]): goodput cannot rise "
                                   f"with the fault rate; {_fix(path)}")
         last, prev = rate, (rate, good)
+
+
+#: the figures of every all-to-all method (each 0 < x <= 1)
+A2A_FRACTIONS = ("uniform_flits_per_cycle_per_port", "skewed_fraction_of_bound")
+
+
+def _bad(path, msg):
+    raise TimingFileError(f"timing file {path}: {msg}; {_fix(path)}")
+
+
+def _a2a_methods(methods, where, path) -> None:
+    for name in ("precompiled", "online"):
+        _need(methods, name, dict, f"{where}.", path)
+    for name in methods:
+        w, fig = f"{where}.{name}.", _need(methods, name, dict, f"{where}.", path)
+        for key in A2A_FRACTIONS:
+            _num(fig, key, w, path, positive=True, high=1.0)
+        if name == "precompiled":
+            _num(fig, "config_cycles_per_phase", w, path, high=MAX_CYCLES)
+            if _need(fig, "phases_uniform", int, w, path) < 1:
+                _bad(path, f"field {w}phases_uniform = {fig['phases_uniform']!r} must be >= 1")
+
+
+def _all_to_all(sec, path) -> None:
+    """Schema 5's optional section (fields: docs/characterization.md)."""
+    w = "all_to_all."
+    if not isinstance(sec, dict):
+        _bad(path, "field all_to_all is not an object")
+    _num(sec, "zipf_exponent", w, path, positive=True, high=100)
+    if (ports := _need(sec, "ports", int, w, path)) < 2:
+        _bad(path, f"field {w}ports = {ports!r} must be >= 2")
+    methods = _need(sec, "methods", dict, w, path)
+    _a2a_methods(methods, f"{w}methods", path)
+    by = _need(sec, "by_ports", dict, w, path)
+    for p, m in by.items():
+        if not (isinstance(p, str) and p.isascii() and p.isdigit() and int(p) >= 2):
+            _bad(path, f"field {w}by_ports has key {p!r:.20}: must be a port count >= 2")
+        _a2a_methods(_need(by, p, dict, f"{w}by_ports.", path), f"{w}by_ports.{p}", path)
+    if by.get(str(ports)) != methods or max(map(int, by)) != ports:
+        _bad(path, f"field {w}methods differs from {w}by_ports.{ports}, or {ports} is not the "
+                   f"largest switch there (methods are the figures of the largest)")
+    if (dm := _need(sec, "default_method", str, w, path)) not in methods:
+        _bad(path, f"field {w}default_method = {dm!r:.40} is not one of {w}methods "
+                   f"({', '.join(sorted(methods))})")
+    if not _need(sec, "measured_by", str, w, path).strip():
+        _bad(path, f"field {w}measured_by is empty")
 
 
 def load_timing(path=None) -> TimingFile:

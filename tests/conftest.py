@@ -20,7 +20,7 @@ REGRESS_GROUPS = {
     "fabric": ("test_fabric_sim.py", "test_routing.py", "test_soak.py"),
     "wide": ("test_wide_fabric.py",),
     "switch": ("test_switch_bench.py", "test_hier.py", "test_switch.py", "test_linkcheck.py",
-               "test_switch_online.py"),
+               "test_switch_online.py", "test_switch_all_to_all.py"),
     "links": ("test_faults.py", "test_sim_faults_cli.py", "test_gbn.py"),
     "characterize": ("test_characterize.py", "test_clock.py", "test_model_vs_rtl_overlap.py"),
     "model": ("test_model_training_table.py", "test_model_streaming.py", "test_cli_bad_inputs.py",

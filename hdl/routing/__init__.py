@@ -1,8 +1,10 @@
 """The routing compiler: colours each level's conflict graph with m middle subnetworks, enables
 reduction and broadcast where a flow owns both ports of a cell, and checks the result.
-Also the placement study (which 3D-parallel flow sets route under which numbering).
+The precompiled all-to-all (a traffic matrix -> permutation phases, :mod:`.all_to_all`). Also the placement study (which 3D-parallel flow sets route under which numbering).
 """
 
+from .all_to_all import (A2APhase, Schedule, bound_packets, check_matrix, compile_all_to_all,
+                         online_schedule, uniform_matrix, zipf_matrix)
 from .check import broadcast_cells, check_and_trees, trace
 from .compiler import routable, route, route_phases
 from .result import ReduceStep, RoutingResult
@@ -12,6 +14,7 @@ from .placement import (
     study_json)
 
 __all__ = [
+    "A2APhase",
     "DEFAULT_PORTS",
     "DEFAULT_SAMPLES",
     "FAST_BUDGET",
@@ -20,10 +23,15 @@ __all__ = [
     "ReduceStep",
     "RoutingError",
     "RoutingResult",
+    "Schedule",
     "StudyRow",
+    "bound_packets",
     "broadcast_cells",
+    "check_matrix",
     "check_and_trees",
+    "compile_all_to_all",
     "format_study",
+    "online_schedule",
     "paper_placement",
     "phases",
     "routable",
@@ -35,4 +43,6 @@ __all__ = [
     "study_json",
     "top_down",
     "trace",
+    "uniform_matrix",
+    "zipf_matrix",
 ]

@@ -443,9 +443,12 @@ class ControlUnit:
             ]
 
     def control_vc(self):
-        """ACK/NACK towards the sources: a packet for phase f arriving at q goes to every input
-        of f's flow that has q as an output, between packets, with CTRL credits; online (phase
-        255) it goes to the port its port byte names."""
+        """ACK/NACK towards the sources: a packet for phase f arriving at q (an output of f) goes
+        to every input of f -- of every flow of f, not only q's: the rounds of a phase lock-step
+        its flows (one packet of every input per round, sequence numbers aligned), so every
+        source of the phase must go back on a NACK and hear every receiver's ACK -- between
+        packets, with CTRL credits; online (phase 255) it goes to the port its port byte
+        names."""
         m, P, outs, tab = self.m, self.P, self.outs, self.tab
         cp = Signal(range(P))
         c_hv = Signal()
@@ -458,9 +461,7 @@ class ControlUnit:
         c_ok = Signal()
         targets = Signal(P)
         m.d.comb += c_ok.eq(tab.r_hit[3] & self.e_out(cent).bit_select(cp, 1))
-        for p in range(P):
-            with m.If(cp == p):
-                m.d.comb += targets.eq(self.e_flow(cent, p))
+        m.d.comb += targets.eq(self.e_in(cent))
         if self.on is not None:
             with m.If(f_phase(c_w) == DEFAULT_PHASE):
                 m.d.comb += [c_ok.eq(self.on.dest_ok(c_w)),

@@ -71,7 +71,7 @@ def bench_cfg(sw, *, kinds, packets, runs, out, seq_start=None, mutant=None, sta
         "probe_idle": sw.probe_idle, "cfg_words": sw.cfg_words(phases), "kinds": list(kinds),
         "packets": packets, "rx_credits": [sw.depths[0]] * 3 + [4], "mutant": mutant,
         "stall": stall, "runs": runs, "out": out,
-        "max_cycles": max_cycles or 400 * packets * len(kinds) + 50_000,
+        "max_cycles": max_cycles or 400 * packets * len(phases) + 50_000,
     }
     if seq_start is not None:
         cfg["seq_start"] = seq_start

@@ -13,7 +13,9 @@ the wafer's switch chiplets FRED_3(12) at L1 and FRED_3(10) at L2):
    latency, peak buffer occupancy) when that module exists, by default on a switch of the
    largest chiplet's size (FRED_3(12): 12 ports) with the paper's 8-data-flit packets (4 KB in
    512 B flits), since preemption and the scanner's activation delay grow with the packet length,
-   the fabric latency and the port count;
+   the fabric latency and the port count; the Go-Back-N goodput curve (sim/characterize/faults.py)
+   and the all-to-all throughput of precompiled phases and of online routing on 4 ports and on
+   that size (sim/characterize/all_to_all.py, section ``all_to_all``);
 
 and returns the timing document (schema :data:`fred.contract.timing.SCHEMA_VERSION`, documented
 field by field in docs/characterization.md). :func:`fred.contract.timing.write_timing` writes it as JSON.
@@ -34,7 +36,7 @@ import sys
 import time
 from pathlib import Path
 
-from fred.contract.packet import HEADER_BITS
+from fred.contract.packet import HEADER_BITS, ONLINE_HEADER_BITS
 from fred.contract.timing import KIND, SCHEMA_VERSION, summarize
 from fred.hdl.adders import adder_latency
 from fred.hdl.physical import synth_area, yosys_version
@@ -43,6 +45,7 @@ from fred.hdl.cells import build_cell
 from fred.hdl.dtypes import get_dtype
 from fred.hdl.fabric import check_fabric_params, fabric_latency
 from fred.hdl.verilog import emit
+from fred.sim.characterize import all_to_all as a2a
 from fred.sim.characterize import fabric as mf
 from fred.sim.characterize import switch as ms
 from .faults import CURVE_RATES, goodput_curve, run_faults
@@ -230,12 +233,31 @@ def _switch_figures(ports, middle, lanes, dtype, seed, prog, packet_flits=None,
 
 
 def _switch_sections(cfg, middle, lanes, dtype, prog) -> dict:
-    """Sections ``switch`` (latencies, occupancy) and ``link_faults`` (goodput curve)."""
+    """Sections ``switch`` (latencies, occupancy), ``link_faults`` (goodput curve) and
+    ``all_to_all`` (throughput per routing method)."""
     prog.step("switch: phase-switch / preemption latency, buffer occupancy")
     sw = _switch_figures(cfg["switch_ports"], middle, lanes, dtype, cfg["seed"], prog,
                          packet_flits=cfg["switch_packet_flits"], preemptions=cfg["switch_preemptions"])
     prog.step("switch: Go-Back-N goodput vs fault rate (corrupted flits)")
-    return {"switch": sw, "link_faults": _link_faults(cfg, middle, lanes, dtype, prog)}
+    faults = _link_faults(cfg, middle, lanes, dtype, prog)
+    prog.step("switch: all-to-all, precompiled phases vs online routing")
+    return {"switch": sw, "link_faults": faults,
+            "all_to_all": _all_to_all(cfg, middle, lanes, dtype, prog)}
+
+
+def _all_to_all(cfg, middle, lanes, dtype, prog) -> dict:
+    """The ``all_to_all`` section (sim/characterize/all_to_all.py): uniform and Zipf-skewed all-to-all,
+    precompiled and online, on a 4-port switch and on the measured switch's size."""
+    if lanes * get_dtype(dtype).width < ONLINE_HEADER_BITS:
+        prog.note(f"all-to-all: not measured (a {lanes} x {dtype} flit cannot carry the port byte "
+                  f"online routing needs: {ONLINE_HEADER_BITS} bits)")
+        return None
+    sizes = tuple(sorted({4, cfg["switch_ports"]}))
+    prog.note(f"all-to-all: {', '.join(map(str, sizes))} ports, packets of 1 + "
+              f"{cfg['switch_packet_flits']} flits, seed {cfg['seed']}")
+    section, _ = a2a.timing_section(ports=sizes, seed=cfg["seed"], length=cfg["switch_packet_flits"],
+                                    lanes=lanes, dtype=dtype, middle=middle)
+    return section
 
 
 def _link_faults(cfg, middle, lanes, dtype, prog) -> dict:
@@ -309,7 +331,7 @@ def characterize(*, lanes=None, dtype=None, middle=None, chiplets=None, seed=Non
     m, L = cfg["middle"], cfg["lanes"]
     if area_lanes:
         check_width_area(cfg["chiplets"], cfg["middle"], area_lanes, cfg["dtype"], max(cfg["chiplets"]))
-    steps = (len(CELL_KINDS) if cells else 0) + len(cfg["chiplets"]) + 2 * bool(switch) + 1 + bool(area_lanes)
+    steps = (len(CELL_KINDS) if cells else 0) + len(cfg["chiplets"]) + 3 * bool(switch) + 1 + bool(area_lanes)
     # progress: True/False (phase lines on stderr, or none), or a factory ``progress(steps)`` of an
     # object with step(what) and note(what) (the CLI's progress bar)
     prog = progress(steps) if callable(progress) else Progress(steps, enabled=progress)

@@ -4,11 +4,16 @@ sim/benches/faults.py drives the switch with it, one clock cycle at a time:
 :meth:`World.inputs` (the wire word on every input link), :meth:`World.outputs_taken` (the words
 the switch's outputs delivered), :meth:`World.step` (credits, endpoints, checks).
 
-**Program** (:func:`fault_phases`, :class:`Program`): one flow per phase, each of a kind:
-``all-reduce`` (every port to every port, DP), ``reduce`` (ports 0..P-2 to P-1, MP),
-``multicast`` (port 1 to all others, PP), ``unicast`` (port 2 to port 0, PP); ``packets``
-packets per phase of 1..``max_len`` random data flits, numbered from ``seq_start`` (default
-near 65535, so the 16-bit sequence numbers wrap mid-stream). The expected delivery of every
+**Program** (:func:`fault_phases`, :class:`Program`): phases of a kind: ``all-reduce`` (every
+port to every port, DP), ``reduce`` (ports 0..P-2 to P-1, MP), ``multicast`` (port 1 to all
+others, PP), ``unicast`` (port 2 to port 0, PP), one flow each; or ``all-to-all`` alone (the
+precompiled uniform all-to-all of :func:`fred.hdl.routing.all_to_all.compile_all_to_all`: P - 1
+cyclic-shift phases of P unicast flows each, DP, indices from 4; every source sends them in
+order, a phase only once its previous one is acknowledged, as the switch needs the phases of
+a VC in one global order); ``packets`` packets per phase of 1..``max_len`` random data flits,
+numbered from ``seq_start`` (default near 65535, so the 16-bit sequence numbers wrap
+mid-stream). A phase's sources and receivers are all its inputs and outputs: the switch fans
+an ACK/NACK out to every input of the phase, and every source waits for every receiver's ACK. The expected delivery of every
 packet at every receiver comes from the golden switch model (bit-exact reductions).
 
 **Checks** (each raises a one-line error the moment it fails):
@@ -16,7 +21,7 @@ packet at every receiver comes from the golden switch model (bit-exact reduction
 * *delivery*: every receiver accepts packets 0, 1, ... exactly once and in order, each one's
   header and data bit-exact (golden model);
 * *fan-out*: every control packet the switch takes intact at an input reaches, at the switch's
-  outputs (before the output links' faults), every input port of its flow, once;
+  outputs (before the output links' faults), every input port of its phase, once;
 * *counters*: the switch's ``err_crc`` and ``err_dup`` equal, every cycle, the corrupted and
   duplicated words that reached its inputs, and at the end ``err_lost`` equals the flits
   dropped or corrupted on the way in (after a last probe per VC), ``err_packet`` and
@@ -32,14 +37,18 @@ from collections import Counter, defaultdict
 
 from fred.contract import packet as pk
 from fred.hdl.netlist import Flow
+from fred.hdl.routing import compile_all_to_all, uniform_matrix
 from .inject import Injector
 from .gbn import FINAL_ACKS, GbnParams, GbnReceiver, GbnSource
 from .endpoint import Endpoint
 from fred.sim.golden import SwitchModel
 
-__all__ = ["PHASE_KINDS", "COUNTERS", "fault_phases", "Program", "World", "BenchFailure", "run_result"]
+__all__ = ["PHASE_KINDS", "A2A_KIND", "COUNTERS", "fault_phases", "Program", "World", "BenchFailure",
+           "run_result"]
 
 PHASE_KINDS = ("all-reduce", "reduce", "multicast", "unicast")
+#: the all-to-all's phases follow PHASE_KINDS' indices
+A2A_KIND = "all-to-all"
 #: the switch's error counters a run reads
 COUNTERS = ("err_crc", "err_dup", "err_lost", "err_packet", "err_phase", "err_stale", "poisoned")
 
@@ -49,7 +58,15 @@ class BenchFailure(AssertionError):
 
 
 def fault_phases(P: int, kinds=PHASE_KINDS) -> dict:
-    """``{index: (vc, [Flow])}`` of the fault bench's phases (index = position in PHASE_KINDS)."""
+    """``{index: (vc, [Flow])}`` of the fault bench's phases (index = position in PHASE_KINDS;
+    ``all-to-all``: indices from ``len(PHASE_KINDS)``, alone)."""
+    if A2A_KIND in kinds:
+        if list(kinds) != [A2A_KIND]:
+            raise ValueError(f"fault bench phase kind {A2A_KIND} runs alone, not with "
+                             f"{', '.join(k for k in kinds if k != A2A_KIND)}")
+        sched = compile_all_to_all(uniform_matrix(P, 1), len(PHASE_KINDS) + P)
+        return {len(PHASE_KINDS) + k: (vc, flows)
+                for k, (vc, flows) in sched.table(pk.VC_DP).items()}
     every = set(range(P))
     table = {"all-reduce": (pk.VC_DP, [Flow(every, every)]),
              "reduce": (pk.VC_MP, [Flow(set(range(P - 1)), {P - 1})]),
@@ -68,16 +85,24 @@ class Program:
         FB, L = model.flit_bits, cfg["max_len"]
         self.words, self.expect = {}, {}
         for f, (vc, flows) in sorted(self.phases.items()):
-            (flow,) = flows
+            ins = sorted(set().union(*(fl.inputs for fl in flows)))
             for k in range(self.n):
                 n = rng.randint(1, L)
                 seq = (self.s0 + k) % pk.SEQ_MOD
-                data = {p: tuple(rng.getrandbits(FB) for _ in range(n)) for p in sorted(flow.inputs)}
+                data = {p: tuple(rng.getrandbits(FB) for _ in range(n)) for p in ins}
                 for p, d in data.items():
                     self.words[(f, k, p)] = pk.pack(pk.Packet(pk.Header.data(vc, f, seq, n), d), FB)
                 outs = model.fabric_outputs(f, {p: list(d) for p, d in data.items()})
-                for q in flow.outputs:
-                    self.expect[(f, k, q)] = pk.Packet(pk.Header.data(vc, f, seq, n), tuple(outs[q]))
+                for fl in flows:
+                    for q in fl.outputs:
+                        self.expect[(f, k, q)] = pk.Packet(pk.Header.data(vc, f, seq, n),
+                                                           tuple(outs[q]))
+
+    def ports(self, f):
+        """(inputs, outputs) of phase ``f``: every flow's."""
+        flows = self.phases[f][1]
+        return (set().union(*(fl.inputs for fl in flows)),
+                set().union(*(fl.outputs for fl in flows)))
 
 
 class World:
@@ -114,11 +139,17 @@ class World:
 
     def _wire_up(self):
         prog, n, s0 = self.prog, self.prog.n, self.prog.s0
-        for f, (vc, (flow,)) in sorted(prog.phases.items()):
-            for p in flow.inputs:
-                self.eps[p].sources[f] = GbnSource(self.g, f, p, n, s0, flow.outputs,
-                                                   lambda k, f=f, p=p: prog.words[(f, k, p)])
-            for q in flow.outputs:
+        before = {}                              # (port, VC) -> that port's previous source
+        for f in sorted(prog.phases):
+            vc = prog.phases[f][0]
+            ins, outs = prog.ports(f)
+            for p in sorted(ins):
+                src = GbnSource(self.g, f, p, n, s0, outs, lambda k, f=f, p=p: prog.words[(f, k, p)])
+                if f >= len(PHASE_KINDS):        # all-to-all: after this port's previous phase
+                    src.after = before.get((p, vc))
+                    before[(p, vc)] = src
+                self.eps[p].sources[f] = src
+            for q in sorted(outs):
                 self.eps[q].receivers[f] = GbnReceiver(
                     self.g, f, q, n, s0, self.eps[q].send_ctrl,
                     lambda k, x, f=f, q=q: self._deliver(f, q, k, x))
@@ -168,8 +199,7 @@ class World:
         f = self.fmt.fields(w)
         if f.vc == pk.VC_CTRL and f.head and not probe:
             h = pk.decode_header(f.data)
-            (flow,) = self.prog.phases[h.phase][1]
-            for t in flow.inputs:
+            for t in self.prog.ports(h.phase)[0]:
                 self.expect_ctrl[t][f.data] += 1
 
     def outputs_taken(self, words):
@@ -188,7 +218,7 @@ class World:
             if f.vc == pk.VC_CTRL and f.head and not f.probe:
                 if self.expect_ctrl[q][f.data] <= 0:
                     self.fail(f"output {q}: control packet {pk.decode_header(f.data)} was not "
-                              f"sent to the switch for this port's flow")
+                              f"sent to the switch for this port's phase")
                 self.expect_ctrl[q][f.data] -= 1
             self.inj_out[q].push(w)
 
@@ -240,7 +270,7 @@ class World:
         (port: base/next/sent, go-backs, timeouts)."""
         out = []
         for f in sorted(self.prog.phases):
-            got = [self.delivered[(f, q)] for q in sorted(self.prog.phases[f][1][0].outputs)]
+            got = [self.delivered[(f, q)] for q in sorted(self.prog.ports(f)[1])]
             srcs = [ep.sources[f] for ep in self.eps if f in ep.sources]
             txt = f"phase {f}: {min(got)}/{self.prog.n} at every receiver"
             if any(not s.done for s in srcs):

@@ -75,6 +75,7 @@ class GbnSource:
         self.last_progress = 0
         self.retransmitted = self.rewinds = self.timeouts = 0
         self.rewound, self.rewound_at = None, 0    # the last go-back (packet, by NACK)
+        self.after = None      # a source that must be done before this one sends (or None)
 
     def seq(self, k):
         return (self.s0 + k) % SEQ
@@ -84,7 +85,8 @@ class GbnSource:
         return self.base >= self.n
 
     def ready(self) -> bool:
-        return self.next < self.n and self.next - self.base < self.g.window
+        return (self.next < self.n and self.next - self.base < self.g.window
+                and (self.after is None or self.after.done))
 
     def take(self, now):
         """The next packet to send: (k, link words); advances ``next``."""

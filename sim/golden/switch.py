@@ -14,8 +14,9 @@ packets offered at each input port, what every output must deliver:
   that output unchanged, with the port byte naming its source; order is defined per (output,
   source, VC) (:func:`stream_key`);
 * **ctrl** -- per output port, the multiset of control (ACK/NACK) header words forwarded there
-  (a control packet entering at port ``q`` for phase ``f`` goes to every input port of the flow
-  of ``f`` that has ``q`` as an output; for the default index, to the port its port byte names);
+  (a control packet entering at port ``q`` for phase ``f``, ``q`` an output of ``f``, goes to
+  every input port of ``f``: of all its flows, since a round lock-steps them; for the default
+  index, to the port its port byte names);
 * **err_packet / err_phase** -- how many packets the switch must drop and count.
 
 Order is defined per ``(output, phase)``; across phases of one VC the switch may interleave
@@ -154,10 +155,9 @@ class SwitchModel:
                 elif kind == "ctrl":
                     h = packet.header
                     vc, flows = self.phases[h.phase]
-                    for f in flows:
-                        if p in f.outputs:
-                            for t in f.inputs:
-                                ctrl[t][pk.word_fields(words[0], self.flit_bits)[0]] += 1
+                    if any(p in f.outputs for f in flows):      # to every input of the phase
+                        for t in set().union(*(f.inputs for f in flows)):
+                            ctrl[t][pk.word_fields(words[0], self.flit_bits)[0]] += 1
                 elif kind == "bad_hdr":
                     e_pkt += 1
                 elif kind == "bad_phase":

@@ -118,7 +118,7 @@ def test_file_without_link_faults_reads_and_refuses_a_bit_error_rate(tmp_path, v
 
 def test_embedded_default_reads_without_link_faults():
     tf = load_timing(None)
-    assert tf.schema_version in (1, 2, 3, 4)
+    assert tf.schema_version in (1, 2, 3, 4, 5)
     if tf.schema_version < 4:
         assert tf.link_faults is None and switch_timing(tf).fault_curve == ()
 
