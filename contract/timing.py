@@ -261,13 +261,11 @@ def validate_timing(doc, path="<timing>") -> dict:
         _area_at_width(doc["area_at_width"], path)
     if doc.get("link_faults") is not None:
         if ver < 4:
-            raise TimingFileError(f"timing file {path}: section link_faults needs schema version 4 "
-                                  f"(this file says {ver}); {_fix(path)}")
+            _bad(path, f"section link_faults needs schema version 4 (this file says {ver})")
         _link_faults(doc["link_faults"], path)
     if doc.get("all_to_all") is not None:
         if ver < 5:
-            raise TimingFileError(f"timing file {path}: section all_to_all needs schema version 5 "
-                                  f"(this file says {ver}); {_fix(path)}")
+            _bad(path, f"section all_to_all needs schema version 5 (this file says {ver})")
         _all_to_all(doc["all_to_all"], path)
     return doc
 
@@ -344,9 +342,8 @@ def _link_faults(sec, path) -> None:
             raise TimingFileError(f"timing file {path}: {where}rate_per_flit = {rate!r} does not "
                                   f"increase; {_fix(path)}")
         if prev is not None and good > prev[1]:
-            raise TimingFileError(f"timing file {path}: {where}goodput = {good!r} at rate_per_flit {rate!r} is "
-                                  f"above the {prev[1]!r} at {prev[0]!r} ({w}points[{k - 1}]): goodput cannot rise "
-                                  f"with the fault rate; {_fix(path)}")
+            _bad(path, f"{where}goodput = {good!r} at rate_per_flit {rate!r} is above the {prev[1]!r} at "
+                       f"{prev[0]!r} ({w}points[{k - 1}]): goodput cannot rise with the fault rate")
         last, prev = rate, (rate, good)
 
 

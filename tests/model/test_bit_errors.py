@@ -131,6 +131,6 @@ def test_estimate_text_says_how_links_are_derated(capsys):
     assert main(["estimate", "-w", "resnet-152", "-f", "mesh", "--bit-error-rate", "1e-7"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     g = params.default_params().replace(bit_error_rate=1e-7).bit_error_goodput
-    assert 0 < g < 1 and first.startswith("links: bit-error rate 1e-07") and f"{g:.6f}" in first
+    assert 0 < g < 1 and first.startswith("links: bit-error rate 1e-7 ") and f"{g:.6f}" in first
     assert main(["estimate", "-w", "resnet-152", "-f", "mesh"]) == 0
     assert not capsys.readouterr().out.startswith("links:")

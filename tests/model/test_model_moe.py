@@ -145,6 +145,17 @@ def a2a_timing(tmp_path):
     return p
 
 
+@pytest.fixture
+def no_a2a_timing(tmp_path):
+    """The embedded default without its all_to_all section, as a schema-4 file: line rate."""
+    d = json.loads(default_timing_path().read_text())
+    d.pop("all_to_all", None)
+    d["schema_version"] = 4
+    p = tmp_path / "no-a2a-timing.json"
+    p.write_text(json.dumps(d))
+    return p
+
+
 def _run(*args):
     r = subprocess.run([sys.executable, "-m", "fred", *args], capture_output=True, text=True, timeout=600)
     return r
@@ -157,10 +168,10 @@ def _a2a(fabric, timing, method, group="0-19"):
     return json.loads(r.stdout)["results"][0]
 
 
-def test_all_to_all_at_measured_throughput(a2a_timing):
+def test_all_to_all_at_measured_throughput(a2a_timing, no_a2a_timing):
     """fred collective: Fred-D's all-to-all takes line-rate time / the measured figure (precompiled
     plus its configuration phases); online is slower; the mesh keeps its own algorithm."""
-    line = _a2a("fred-d", None, None)
+    line = _a2a("fred-d", no_a2a_timing, None)
     assert line["all_to_all_source"] == NO_A2A_SECTION
     pre = _a2a("fred-d", a2a_timing, "precompiled")
     onl = _a2a("fred-d", a2a_timing, "online")
@@ -172,6 +183,8 @@ def test_all_to_all_at_measured_throughput(a2a_timing):
     assert math.isclose(pre["bytes_sent_per_npu"], line["bytes_sent_per_npu"], rel_tol=1e-9)  # payload, not wire
     mesh = _a2a("mesh", a2a_timing, None)
     assert mesh["all_to_all_method"] is None and math.isclose(mesh["time_s"], _a2a("mesh", None, None)["time_s"])
+    default = _a2a("fred-d", None, None)          # the embedded default's measured section
+    assert default["all_to_all_source"].startswith("precompiled routing") and default["time_s"] > line["time_s"]
 
 
 def test_all_to_all_section_checked(a2a_timing, tmp_path):
