@@ -42,15 +42,18 @@ def add_arguments(p):
     from .options import ListOption, choice, integer, name
 
     p.add_argument("--workload", "-w", action=ListOption, item=choice("--workload", _workload), metavar="NAMES",
-                   help=f"decoder transformer(s): llama2-70b, gpt3-175b, transformer-17b, transformer-1t, or a "
+                   help=f"decoder transformer(s): llama2-70b, gpt3-175b, transformer-17b, transformer-1t, the "
+                        f"mixture-of-experts mixtral-8x7b and deepseek-moe-16b, or a "
                         f"workload YAML file (repeat or comma-separate; default {DEFAULT_WORKLOAD})")
     p.add_argument("--fabric", "-f", action=ListOption, item=choice("--fabric", _fabric), metavar="NAMES",
                    help="fabric(s): mesh, fred-a, fred-b, fred-c, fred-d (repeat or comma-separate; default all; "
                         "the mesh is always simulated as the reference)")
     p.add_argument("--strategy", "-s", type=name("--strategy"), metavar="MP(a)-DP(b)-PP(c)",
                    help="split over the 20 NPUs: MP = tensor parallel, DP = independent replicas serving "
-                        "separate batches, PP = pipeline stages (default MP(4)-DP(5)-PP(1), or "
-                        "MP(4)-DP(1)-PP(5) when that does not fit in HBM)")
+                        "separate batches, PP = pipeline stages, EP(e) (mixture-of-experts models) = each "
+                        "MoE layer's experts over e replicas, tokens exchanged by all-to-all, e.g. "
+                        "MP(1)-EP(4)-DP(5)-PP(1) (default MP(4)-DP(5)-PP(1), or MP(4)-DP(1)-PP(5) when that "
+                        "does not fit in HBM)")
     p.add_argument("--batch", type=integer("--batch", 1, MAX_BATCH), metavar="N", default=1,
                    help=f"sequences per replica (1..{MAX_BATCH:,}; default 1; a step costs the same to simulate "
                         f"at any batch, HBM bounds it first)")
@@ -69,6 +72,10 @@ def add_arguments(p):
     p.add_argument("--timing", type=name("--timing"), metavar="FILE", default=None,
                    help="switch timing from a `fred characterize` timing file ('default': the embedded one, "
                         "also the default)")
+    from .collective import A2A_HELP, a2a_method
+
+    p.add_argument("--all-to-all-method", "--a2a-method", type=choice("--all-to-all-method", a2a_method),
+                   dest="a2a_method", metavar="METHOD", default=None, help=A2A_HELP)
     p.add_argument("--json", action="store_true", help="print JSON (README: JSON output)")
     p.add_argument("--plot", metavar="FILE.png",
                    help="draw time to first token and time per output token per fabric, stacked by kind")
@@ -93,15 +100,16 @@ def format_table(rows, source, npu_text) -> str:
                        f"{m['weights'] / 1e9:.1f} GB + KV cache {m['kv_cache'] / 1e9:.2f} GB + working set "
                        f"{m['working'] / 1e9:.2f} GB")
     out.append("TTFT = prefill; TPOT = mean decode step; exposed communication on the critical path "
-               "(MP All-Reduce, PP send); speedup = mesh / fabric")
-    hdr = (f"{'workload':12} {'fabric':7} {'TTFT ms':>9} {'MP ms':>9} {'PP ms':>9} {'TPOT ms':>9} {'MP us':>9} "
-           f"{'PP us':>9} {'tokens/s':>10} {'TTFT x':>7} {'TPOT x':>7}")
+               "(MP All-Reduce, PP send, EP all-to-all); speedup = mesh / fabric")
+    hdr = (f"{'workload':12} {'fabric':7} {'TTFT ms':>9} {'MP ms':>9} {'PP ms':>9} {'EP ms':>9} {'TPOT ms':>9} "
+           f"{'MP us':>9} {'PP us':>9} {'EP us':>9} {'tokens/s':>10} {'TTFT x':>7} {'TPOT x':>7}")
     out += [hdr, "-" * len(hdr)]
     for r in rows:
         sp = [f"{x:7.4f}" if x is not None else f"{'':7}" for x in (r.speedup_ttft, r.speedup_tpot)]
         pre, dec = r.prefill_exposed, r.decode_exposed
         out.append(f"{r.workload:12} {variant(r.fabric).display:7} {_fmt(r.ttft)} {_fmt(pre['mp'])} {_fmt(pre['pp'])} "
-                   f"{_fmt(r.tpot, digits=4)} {_fmt(dec['mp'], 1e6, 9, 2)} {_fmt(dec['pp'], 1e6, 9, 2)} "
+                   f"{_fmt(pre['ep'])} {_fmt(r.tpot, digits=4)} {_fmt(dec['mp'], 1e6, 9, 2)} "
+                   f"{_fmt(dec['pp'], 1e6, 9, 2)} {_fmt(dec['ep'], 1e6, 9, 2)} "
                    f"{r.tokens_per_s:10.1f} {sp[0]} {sp[1]}")
     return "\n".join(out)
 

@@ -54,8 +54,9 @@ TOKEN_BYTES = 4
 #: bytes each MP member contributes to the sampling reduce over a vocabulary-parallel output
 #: head: the best logit (fp32) and its token id (int32) per sequence (greedy sampling)
 ARGMAX_BYTES = 8
-#: the kinds of layer a serving step runs as blocks of a transformer layer
-BLOCK_KINDS = ("attention", "mlp")
+#: the kinds of layer a serving step runs as blocks of a transformer layer (``moe``: an MoE
+#: block's router and shared experts; ``experts``: its routed experts, :mod:`fred.model.workload.moe`)
+BLOCK_KINDS = ("attention", "mlp", "moe", "experts")
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,38 @@ class Shape:
     vocab: int
     context: int            # the model's context window (the workload's seq)
     b: int                  # bytes per value
+    ep: int = 1             # expert parallelism: the routed experts of an MoE layer over EP ranks
+    routing: object = None  # the MoE token routing (fred.model.workload.moe.Routing), or None
+
+    @property
+    def is_moe(self) -> bool:
+        return self.routing is not None
+
+    def rank_experts(self) -> list[int]:
+        """The experts the busiest EP rank holds (round-robin placement, the most popular on
+        rank 0: :mod:`fred.model.workload.moe`)."""
+        return list(range(0, self.routing.experts, self.ep))
+
+    def expert_tokens(self, tokens: float) -> float:
+        """Token visits the busiest EP rank's experts take when each of its ``tokens`` tokens (and
+        as many on every other rank of the EP group) visits ``experts_per_token`` experts."""
+        r = self.routing
+        return self.ep * tokens * r.per_token * sum(r.loads[i] for i in self.rank_experts())
+
+    def active_experts(self, tokens: float) -> float:
+        """Expected experts of the busiest EP rank that at least one of the EP group's
+        ``ep x tokens`` tokens visits (each token picks expert ``i`` with probability
+        ``experts_per_token x load_i``, independently of the other tokens): the experts whose
+        weights a step reads; at most all the rank's experts."""
+        r = self.routing
+        n = self.ep * tokens
+        return sum(1.0 - (1.0 - min(1.0, r.per_token * r.loads[i])) ** n for i in self.rank_experts())
+
+    def a2a_bytes(self, tokens: float) -> float:
+        """Bytes one NPU sends in a dispatch (the combine returns as many) for its ``tokens``
+        tokens: ``tokens x experts_per_token x kept x d x b`` (the experts layer's ``a2a_bytes``)."""
+        r = self.routing
+        return tokens * r.per_token * r.kept * self.d * self.b
 
     @property
     def d_head(self) -> int:
@@ -103,9 +136,11 @@ class Shape:
         return self.head.params < self.vocab * self.d
 
 
-def shape_of(w) -> Shape:
-    """The serving shape of workload ``w`` (a :class:`fred.model.workload.loader.Workload`); a workload of
-    another kind, or with layers a serving step does not model, is one FredError line naming it."""
+def shape_of(w, ep: int = 1) -> Shape:
+    """The serving shape of workload ``w`` (a :class:`fred.model.workload.loader.Workload`) with its
+    MoE layers' experts over ``ep`` EP ranks; a workload of another kind, or with layers a serving
+    step does not model, or EP over a dense model or not dividing the experts, is one FredError
+    line naming it."""
     if w.kind != "transformer":
         raise FredError(f"workload {w.name} is a {w.kind} model: fred infer serves decoder transformers")
     units, cur = [], None
@@ -118,21 +153,30 @@ def shape_of(w) -> Shape:
         elif l.kind not in ("embedding", "logits"):
             raise FredError(f"workload {w.name}: layer {l.name} of kind {l.kind!r} is not modelled by fred infer "
                             f"(it serves {', '.join(BLOCK_KINDS)} blocks)")
+    if ep > 1 and not w.is_moe:
+        raise FredError(f"EP({ep}) needs a mixture-of-experts workload; {w.name} has no experts")
+    if w.is_moe and w.experts % ep:
+        raise FredError(f"EP({ep}) must divide the {w.experts} experts of {w.name}")
     sh = w.shape
     return Shape(name=w.name, layers=tuple(w.layers), units=tuple(tuple(u) for u in units), d=int(sh["hidden"]),
                  heads=int(sh["heads"]), kv_heads=int(sh.get("kv_heads") or sh["heads"]), vocab=int(sh["vocab"]),
-                 context=int(sh["seq"]), b=int(w.dtype_bytes))
+                 context=int(sh["seq"]), b=int(w.dtype_bytes), ep=int(ep), routing=w.routing)
 
 
 @dataclass(frozen=True)
 class Block:
-    """One NPU's work on one layer for one step: FLOPs, HBM bytes, and the ``count`` MP
-    All-Reduces of ``allreduce`` bytes (per NPU buffer) that follow it."""
+    """One NPU's work on one layer for one step: FLOPs, HBM bytes (``weights`` of them the
+    weights read), the ``count`` MP All-Reduces of ``allreduce`` bytes (per NPU buffer) that follow
+    it, and (an experts block) the ``a2a`` bytes per NPU of its dispatch all-to-all before it and
+    of its combine after it, over the EP group, whose busiest port carries ``skew`` x an even share."""
 
     flops: float
     bytes: float
     allreduce: float = 0.0
     count: int = 0
+    weights: float = 0.0
+    a2a: float = 0.0
+    skew: float = 1.0
 
     def time(self, npu: compute.NpuParams) -> float:
         return max(self.flops / npu.flops, self.bytes / npu.hbm_bw)
@@ -162,17 +206,26 @@ def block(sh: Shape, layer, a: int, batch: int, tokens: int, context: float) -> 
         else:                                            # prefill: causal, the cache written
             pairs, kv = batch * tokens * (tokens + 1) / 2, 2 * T * sh.kv_bytes(a)
         flops = 2 * T * layer.params * share + 4 * pairs * d * share
-        return Block(flops, layer.params * b * share + kv + T * _attn_act(sh, a), ar, n)
+        return Block(flops, layer.params * b * share + kv + T * _attn_act(sh, a), ar, n, layer.params * b * share)
     if layer.kind == "embedding":                        # a row per token, read and written
         return Block(0.0, 2 * T * d * b, ar, n)
     if layer.kind == "logits":                           # the last position of each sequence
         head = sh.vocab * d * b / a
         return Block(2 * batch * d * sh.vocab / a, head + batch * sh.vocab * 4 / a, batch * ARGMAX_BYTES,
-                     1 if a > 1 else 0)
+                     1 if a > 1 else 0, head)
     split = layer.mem_split if layer.mem_split is not None else 0.0
     per_token = layer.fwd_mem_bytes / (layer.act_bytes / (d * b)) if layer.act_bytes else 0.0
+    if layer.kind == "experts" and sh.is_moe:
+        # the busiest EP rank: its experts' token visits (per_token counts a token's k visits:
+        # scale to one visit), the weights of the experts those visits activate, split over MP
+        r = sh.routing
+        visits = sh.expert_tokens(T)
+        one = layer.params / r.experts                  # one expert's parameters
+        w = sh.active_experts(T) * one * b / a
+        act = visits * per_token / (r.per_token * r.kept) * ((1 - split) + split / a)
+        return Block(2 * visits * one / a, w + act, ar, n, w, sh.a2a_bytes(T), sh.routing.imbalance(sh.ep))
     act = T * per_token * ((1 - split) + split / a)
-    return Block(2 * T * layer.params / a, w + act, ar, n)
+    return Block(2 * T * layer.params / a, w + act, ar, n, w)
 
 
 def stage_layers(sh: Shape, c: int) -> list[int]:
@@ -187,14 +240,15 @@ def memory_per_npu(sh: Shape, abc, batch: int, prompt: int, output: int) -> dict
     its full length), ``working`` (the prefill's largest block activations), ``total``."""
     a, _, c = abc
     tokens = batch * (prompt + output)
-    working = max(block(sh, l, a, batch, prompt, 0).bytes - l.params * sh.b / a
-                  for u in sh.units for l in u[1:]) if any(len(u) > 1 for u in sh.units) else 0.0
+    working = max(blk.bytes - blk.weights for blk in (block(sh, l, a, batch, prompt, 0) for u in sh.units
+                                                       for l in u[1:])) if any(len(u) > 1 for u in sh.units) else 0.0
     share = sh.attention_share(a)
     best, first = None, 0
     for s, n in enumerate(stage_layers(sh, c)):
         mine = sh.units[first:first + n]
         first += n
-        weights = sum(l.params * (share if l.kind == "attention" else 1 / a) for u in mine for l in u) * sh.b
+        weights = sum(l.params * (share if l.kind == "attention" else 1 / (a * sh.ep) if l.kind == "experts"
+                                  else 1 / a) for u in mine for l in u) * sh.b
         if s == 0:
             weights += sh.embedding.params * sh.b / a
         if s == c - 1:

@@ -45,7 +45,7 @@ import numpy as np
 from fred import FredError
 from fred.contract.checks import check_int
 
-from fred.model.collectives import Sim, format_strategy, parse_strategy
+from fred.model.collectives import Sim, ep_groups, expert_parallel, format_strategy, parse_strategy
 from fred.model.network import build_fabric
 from fred.model.schedule import ScheduleGraph, analyse
 from fred.model.schedule import layout as L
@@ -57,8 +57,9 @@ from .costs import MAX_BATCH, MAX_TOKENS, TOKEN_BYTES, block, check_memory, memo
 
 __all__ = ["Inference", "infer", "infer_table", "plan", "default_strategy", "COMM_KINDS", "DEFAULT_STRATEGIES"]
 
-#: the exposed-communication kinds of a serving step
-COMM_KINDS = ("mp", "pp")
+#: the exposed-communication kinds of a serving step (``ep``: the MoE dispatch and combine
+#: all-to-alls over the EP groups)
+COMM_KINDS = ("mp", "pp", "ep")
 #: ours: the default splits, tried in order: an MP group per L1 switch (4 NPUs, one row of the
 #: mesh), five replicas; when the weights and cache do not fit, one replica over five stages
 DEFAULT_STRATEGIES = ((4, 5, 1), (4, 1, 5))
@@ -112,9 +113,14 @@ def _chain(g, sh, abc, npu, batch, tokens, context, back_bytes):
 
     def run(layer, s, t):
         blk = block(sh, layer, a, batch, tokens, context)
+        a2a = blk.a2a if sh.ep > 1 else 0.0
+        if a2a:                                          # dispatch the tokens to their experts
+            t = g.coll("all-to-all", ep_groups(abc, sh.ep, s), a2a, [t], "ep", skew=blk.skew)
         t = g.compute(blk.time(npu), [t], stage=s)
         for _ in range(blk.count):
             t = g.coll("all-reduce", L.mp_groups(abc, s), blk.allreduce, [t], "mp")
+        if a2a:                                          # combine: the expert outputs come back
+            t = g.coll("all-to-all", ep_groups(abc, sh.ep, s), a2a, [t], "ep", skew=blk.skew)
         return t
 
     t = run(sh.embedding, 0, t)
@@ -175,7 +181,8 @@ def plan(workload, strategy, batch, prompt_tokens, output_tokens, params, npu):
     a stage per PP rank, HBM. Runs no simulation (the CLI checks every run with it first)."""
     _check_sizes(batch, prompt_tokens, output_tokens)
     w = load_workload(workload)
-    sh = shape_of(w)
+    ep = expert_parallel(strategy) if isinstance(strategy, str) else 1
+    sh = shape_of(w, ep)
     if prompt_tokens + output_tokens > sh.context:
         raise FredError(f"{w.name}: prompt tokens {prompt_tokens} + output tokens {output_tokens} exceed its "
                         f"context window of {sh.context} tokens")
@@ -183,9 +190,11 @@ def plan(workload, strategy, batch, prompt_tokens, output_tokens, params, npu):
         abc = default_strategy(sh, batch, prompt_tokens, output_tokens, npu, params.npus)
     else:
         abc = parse_strategy(strategy, npus=params.npus)
+    if abc[1] % ep:
+        raise FredError(f"EP({ep}) must divide the {abc[1]} replicas of {format_strategy(abc)}")
     if abc[2] > len(sh.units):
         raise FredError(f"{w.name} has {len(sh.units)} layers: PP({abc[2]}) leaves a stage without one")
-    mem = check_memory(sh, abc, batch, prompt_tokens, output_tokens, npu, format_strategy(abc))
+    mem = check_memory(sh, abc, batch, prompt_tokens, output_tokens, npu, format_strategy(abc, ep))
     return w, sh, abc, mem
 
 
@@ -199,7 +208,7 @@ def infer(workload, fabric, strategy=None, *, batch=1, prompt_tokens=1024, outpu
     p = params or default_params()
     npu = npu or C.default_npu()
     w, sh, abc, mem = plan(workload, strategy, batch, prompt_tokens, output_tokens, p, npu)
-    name = format_strategy(abc)
+    name = format_strategy(abc, sh.ep)
     topo = build_fabric(fab, p)
     t0 = time.process_time()
     pre, pre_n = _simulate(topo, sh, abc, npu, batch, prompt_tokens, 0.0, 0)
