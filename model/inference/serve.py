@@ -190,8 +190,6 @@ def plan(workload, strategy, batch, prompt_tokens, output_tokens, params, npu):
         abc = default_strategy(sh, batch, prompt_tokens, output_tokens, npu, params.npus)
     else:
         abc = parse_strategy(strategy, npus=params.npus)
-    if abc[1] % ep:
-        raise FredError(f"EP({ep}) must divide the {abc[1]} replicas of {format_strategy(abc)}")
     if abc[2] > len(sh.units):
         raise FredError(f"{w.name} has {len(sh.units)} layers: PP({abc[2]}) leaves a stage without one")
     mem = check_memory(sh, abc, batch, prompt_tokens, output_tokens, npu, format_strategy(abc, ep))

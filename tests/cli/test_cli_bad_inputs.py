@@ -301,7 +301,7 @@ def _name_cases():
             ("sweep", "--timing"), ("sweep", "--workload"), ("estimate", "--npu"), ("estimate", "--memory"),
             ("estimate", "--trace"), ("estimate", "--trace-header"), ("sweep", "--scheduler"), ("scan", "--npu"),
             ("estimate --wafers 2", "--off-wafer"),
-            ("infer", "--strategy"), ("infer", "--timing"), ("infer", "--npu")]
+            ("infer", "--strategy"), ("infer", "--timing"), ("infer", "--npu"), ("infer", "--all-to-all-method")]
     out = [(f"{cmd} {opt} ''", f"{opt} '' must not be empty") for cmd, opt in opts]
     out += [(f"{cmd} {opt} '  '", f"{opt} '  ' must not be empty") for cmd, opt in opts[:4]]
     lists = [("collective", "--fabric"), ("estimate", "--fabric"), ("estimate", "--workload"),
@@ -606,6 +606,12 @@ CASES = [
     ("infer -f nope", "--fabric: unknown fabric 'nope'"),
     ("infer -s MP(3)", "--strategy: strategy MP(3)-DP(1)-PP(1) uses 3 NPUs, not 20"),
     ("infer -s nope", "--strategy: bad strategy 'nope'"),
+    ("infer -s MP(1)-EP(4)-DP(5)-PP(1)", "EP(4) needs a mixture-of-experts workload; llama2-70b has no experts"),
+    ("infer -w mixtral-8x7b -s MP(1)-EP(5)-DP(4)-PP(1)", "EP(5) must divide the 8 experts of mixtral-8x7b"),
+    ("infer -w mixtral-8x7b -s MP(1)-EP(4)-DP(4)-PP(1)", "strategy MP(1)-DP(16)-PP(1) uses 16 NPUs, not 20"),
+    ("infer --all-to-all-method nope", "--all-to-all-method 'nope' is unknown; known: precompiled, online"),
+    ("infer --a2a-method greedy", "--all-to-all-method 'greedy' is unknown; known: precompiled, online"),
+    ("infer --all-to-all-method online --all-to-all-method online", "--all-to-all-method given twice ('online' and 'online')"),
     ("infer --npu a100", "--npu 'a100' is unknown; known: h100, b200"),
     ("infer --prompt-tokens 4000", "prompt tokens 4000 + output tokens 256 exceed its context window of 4096"),
     ("infer -w gpt3-175b --output-tokens 2000", "output tokens 2000 exceed its context window of 2048"),

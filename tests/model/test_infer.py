@@ -95,16 +95,77 @@ def test_context_window_and_kind_refusals():
 
 
 def test_a_block_the_step_does_not_model_is_refused_by_name():
-    """The step runs the workload's own layers; a kind it has no cost model for (an MoE experts
-    block before its all-to-all is modelled) is refused, not silently costed as an MLP."""
+    """The step runs the workload's own layers; a kind it has no cost model for is refused, not
+    silently costed as an MLP."""
     import dataclasses
 
     w = load_workload("llama2-70b")
     mlp = next(l for l in w.layers if l.kind == "mlp")
-    odd = dataclasses.replace(w, layers=w.layers[:3] + (dataclasses.replace(mlp, name="x.experts", kind="experts"),)
+    odd = dataclasses.replace(w, layers=w.layers[:3] + (dataclasses.replace(mlp, name="x.conv", kind="conv"),)
                               + w.layers[3:])
-    with pytest.raises(FredError, match="layer x.experts of kind 'experts' is not modelled by fred infer"):
+    with pytest.raises(FredError, match="layer x.conv of kind 'conv' is not modelled by fred infer"):
         shape_of(odd)
+
+
+MOE = "MP(1)-EP(4)-DP(5)-PP(1)"
+
+
+def _a2a_params(method):
+    """The embedded timing with the all-to-all figures of ``method``."""
+    from fred.commands.collective import apply_a2a_method
+
+    p = default_params()
+    return p.replace(switch=apply_a2a_method(p.switch, method))
+
+
+def test_moe_decode_on_fred_d_pays_the_measured_all_to_all_and_the_mesh_does_not():
+    """Each MoE layer's dispatch and combine all-to-all over the EP group run through the flow
+    simulator at the switch's measured throughput: decode on Fred-D is slower with the online
+    figure than with the precompiled one; the mesh (NPU routers) does not read the switch figures."""
+    run = {m: {f: infer("mixtral-8x7b", f, MOE, params=_a2a_params(m), batch=32, prompt_tokens=64, output_tokens=8)
+               for f in ("fred-d", "mesh")} for m in ("precompiled", "online")}
+    pre, onl = run["precompiled"]["fred-d"], run["online"]["fred-d"]
+    assert 0 < pre.decode_exposed["ep"] < onl.decode_exposed["ep"]
+    assert pre.tpot < onl.tpot and pre.ttft < onl.ttft
+    assert pre.decode_compute == pytest.approx(onl.decode_compute)
+    assert run["precompiled"]["mesh"].tpot == run["online"]["mesh"].tpot > 0
+    assert run["precompiled"]["mesh"].decode_exposed["ep"] > 0
+    assert pre.strategy == MOE and pre.decode_exposed["mp"] == 0    # MP(1): no All-Reduce
+
+
+def test_moe_batch_1_decode_moves_less_data_than_batch_32():
+    """A decode step reads the weights of the experts its tokens activate (at most all the
+    rank's) and dispatches its tokens: batch 1 reads fewer experts and sends fewer bytes."""
+    from fred.model.inference.costs import block
+
+    sh = shape_of(load_workload("mixtral-8x7b"), 4)
+    ex = next(l for u in sh.units for l in u if l.kind == "experts")
+    one, many = block(sh, ex, 1, 1, 1, 0.0), block(sh, ex, 1, 32, 1, 0.0)
+    expert = ex.params / 8 * sh.b
+    assert 0 < one.weights < many.weights <= 2 * expert                   # 2 of the 8 experts per rank
+    assert 0 < sh.active_experts(1) < sh.active_experts(8) < sh.active_experts(32) <= 2   # of the rank's two
+    assert sh.active_experts(1e6) == pytest.approx(2)
+    assert 0 < one.a2a * 32 == pytest.approx(many.a2a) and one.skew == many.skew > 1   # Zipf routing
+    b1 = infer("mixtral-8x7b", "mesh", MOE, batch=1, prompt_tokens=64, output_tokens=8)
+    b32 = infer("mixtral-8x7b", "mesh", MOE, batch=32, prompt_tokens=64, output_tokens=8)
+    assert b1.decode_exposed["ep"] < b32.decode_exposed["ep"] and b1.decode_compute < b32.decode_compute
+
+
+def test_moe_memory_counts_every_expert_on_its_rank_and_ep_refusals():
+    """EP(e) holds 1/e of every MoE layer's experts per NPU: the weights per NPU grow by the
+    experts' share when EP halves; EP over a dense model or not dividing the experts is refused."""
+    w = load_workload("mixtral-8x7b")
+    experts = sum(l.params for l in w.layers if l.kind == "experts") * w.dtype_bytes
+    m4 = memory_per_npu(shape_of(w, 4), (1, 20, 1), 1, 64, 8)["weights"]
+    m2 = memory_per_npu(shape_of(w, 2), (1, 20, 1), 1, 64, 8)["weights"]
+    assert m2 - m4 == pytest.approx(experts / 2 - experts / 4)
+    assert m4 == pytest.approx(w.params * w.dtype_bytes - experts * 3 / 4)
+    with pytest.raises(FredError, match="does not fit in HBM"):
+        infer("mixtral-8x7b", "mesh", "MP(1)-DP(20)-PP(1)", **SMALL)     # every expert on every NPU
+    with pytest.raises(FredError, match=r"EP\(4\) needs a mixture-of-experts workload"):
+        infer("llama2-70b", "mesh", MOE, **SMALL)
+    with pytest.raises(FredError, match=r"EP\(5\) must divide the 8 experts"):
+        infer("mixtral-8x7b", "mesh", "MP(1)-EP(5)-DP(4)-PP(1)", **SMALL)
 
 
 def test_kv_heads_field():
@@ -140,7 +201,7 @@ def test_json_document(capsys):
     for key in ("time_to_first_token_s", "time_per_output_token_s", "tokens_per_s"):
         assert r[key] > 0
     assert r["workload"] == "llama2-70b" and r["strategy"] == "MP(4)-DP(5)-PP(1)" and r["batch"] == 2
-    assert set(r["decode"]["exposed_s"]) == set(r["prefill"]["exposed_s"]) == {"mp", "pp"}
+    assert set(r["decode"]["exposed_s"]) == set(r["prefill"]["exposed_s"]) == {"mp", "pp", "ep"}
     total = r["time_to_first_token_s"] + 7 * r["time_per_output_token_s"]
     assert r["tokens_per_s"] == pytest.approx(5 * 2 * 8 / total, rel=1e-4)
     assert r["memory_per_npu_bytes"]["total"] < 80e9
