@@ -20,6 +20,15 @@ decode step, ``batch x prompt`` in the prefill):
   and the activations that enter and leave each matrix product;
 * other blocks: ``2 T x parameters / a`` FLOPs and the activation traffic training derives for
   the block (per token, the MP-split part divided by MP);
+* MoE blocks (:mod:`fred.model.workload.moe`): the router and shared experts as an MLP block;
+  the routed experts under EP(e) on the busiest EP rank (round-robin placement, the most popular
+  expert on rank 0): FLOPs of its experts' token visits (the EP group's ``e x T`` tokens, each
+  visiting ``experts_per_token`` experts at the workload's Zipf routing), split over MP; the
+  weights read are those of the rank's experts that at least one of the group's tokens visits
+  (ours: expected count, each token picking expert ``i`` independently with probability
+  ``experts_per_token x load_i``; at most all the rank's experts: batch-1 decode reads about one
+  or two experts per rank, a large batch all of them), plus the dispatch and combine
+  all-to-all bytes;
 * the output head runs for the last position of each sequence only: ``2 d V / a`` FLOPs and the
   ``V x d`` matrix read on the last stage (tied to the embedding or not), then the sampling
   reduce over MP (each member's best logit and its token id).
@@ -29,7 +38,7 @@ Time of a block: the NPU roofline of :mod:`fred.model.workload.compute`,
 memory-bound, its time the bytes at the NPU's HBM bandwidth.
 
 Memory per NPU (checked against the NPU's HBM before anything is simulated): the stage's weight
-share (the last stage also holds a copy of a tied head when the pipeline has several stages), the
+share (every routed expert on its EP rank: 1/(MP x EP) of an experts layer) (the last stage also holds a copy of a tied head when the pipeline has several stages), the
 key/value cache of ``batch x (prompt + output)`` tokens, and the prefill working set (one block's
 activations).
 """

@@ -11,7 +11,7 @@ from fred.contract.outputs import atomic_output
 from fred.model.system import variant
 
 PARTS = (("compute", "compute", "#4c72b0"), ("mp", "exposed MP All-Reduce", "#55a868"),
-         ("pp", "exposed PP send", "#c44e52"))
+         ("pp", "exposed PP send", "#c44e52"), ("ep", "exposed EP all-to-all", "#8172b2"))
 
 
 def _values(r, phase):

@@ -5,8 +5,8 @@ simulator, mesh vs Fred-A..D.
 >>> r = infer("llama2-70b", "fred-d", batch=1)          # doctest: +SKIP
 >>> r.ttft, r.tpot, r.tokens_per_s, r.decode_exposed["mp"]  # doctest: +SKIP
 
-Strategy ``MP(a)-DP(b)-PP(c)`` (placement and groups as in training,
-:mod:`fred.model.collectives.strategy`): ``b`` independent replicas serve separate batches of
+Strategy ``MP(a)-DP(b)-PP(c)``, or ``MP(a)-EP(e)-DP(b)-PP(c)`` for a mixture-of-experts workload
+(placement and groups as in training, :mod:`fred.model.collectives.strategy`): ``b`` (``e x b``) independent replicas serve separate batches of
 ``batch`` sequences each, simulated in lockstep (one compute task stands for every replica, each
 collective covers all replicas' groups, so their traffic contends as it would); a replica's
 layers are split over ``c`` pipeline stages, each stage's blocks over its MP group.
@@ -32,7 +32,7 @@ Figures:
   the critical path is replaced by the mean over every step's context (exact on a serial chain,
   which a step is);
 * tokens per second: the wafer's output tokens (replicas x batch x N) over TTFT + (N-1) TPOT;
-* exposed communication per kind (``mp``, ``pp``) on the critical path of each phase.
+* exposed communication per kind (``mp``, ``pp``, ``ep``) on the critical path of each phase.
 """
 
 from __future__ import annotations
