@@ -193,8 +193,8 @@ def test_timing_files_have_no_float_noise(tmp_path):
 def test_bit_error_rate_help_states_the_measured_reach(capsys):
     """--bit-error-rate's help gives the range the embedded timing default's goodput curve covers
     (computed, so a new curve changes the help): a value just above it is refused."""
-    from fred.model.bit_errors import max_bit_error_rate
-    from fred.model.params import data_packet_flits, default_params, wire_bits
+    from fred.model.system.bit_errors import max_bit_error_rate
+    from fred.model.system.params import data_packet_flits, default_params, wire_bits
 
     p = default_params()
     reach = max_bit_error_rate(p.switch.fault_curve, wire_bits(p.flit_bytes),
