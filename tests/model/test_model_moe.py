@@ -315,3 +315,24 @@ def test_sweep_enumerates_expert_parallelism():
         assert b % expert_parallel(s) == 0
     dense = sweep_strategies(load_workload("gpt3-175b"), 20)
     assert all(not isinstance(s, str) for s, _ in dense)
+
+
+def test_moe_iteration_slower_online_with_the_embedded_timing():
+    """The same mechanism with the embedded default timing file (its measured schema-5 all_to_all
+    section, not a synthetic one): on Fred-D an MoE iteration with the online all-to-all figure is
+    slower than with the precompiled one; the mesh does not see the switch."""
+    from fred.model.system import default_params
+    from fred.model.training import estimate
+
+    tf = load_timing()
+    assert tf.all_to_all, "the embedded default has no all_to_all section"
+    sw = switch_timing(tf)
+    assert {"precompiled", "online"} <= set(sw.all_to_all.methods)
+    on, pre = (sw.with_all_to_all_method(m) for m in ("online", "precompiled"))
+    assert on.all_to_all.uniform < pre.all_to_all.uniform            # what the file measured
+    kw = dict(samples_per_replica=2)
+    got = {(f, m): estimate("deepseek-moe-16b", f, params=default_params().replace(switch=t), **kw)
+           for f in ("fred-d", "mesh") for m, t in (("online", on), ("precompiled", pre))}
+    assert got[("fred-d", "online")].exposed["ep"] > got[("fred-d", "precompiled")].exposed["ep"] > 0
+    assert got[("fred-d", "online")].iteration_time > got[("fred-d", "precompiled")].iteration_time
+    assert got[("mesh", "online")].iteration_time == got[("mesh", "precompiled")].iteration_time
