@@ -28,7 +28,8 @@ cycle figure x 10, and with an all-to-all at line rate (the section dropped), an
 the mesh of each: how much of FRED's MoE speedup the measured switch keeps or costs. A timing file
 without the section says so (line rate). The table is rewritten between the markers of
 docs/sensitivity.md, the serving table of Llama-2-70B (``SERVE_MODEL``) on every fabric between
-those of docs/inference.md.
+those of docs/inference.md, the MoE training table on every fabric and all-to-all method
+(:func:`moe_training_table`) between those of docs/training.md.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from fred.model.training import FABRIC_ORDER, estimate, resolve_workloads
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = os.path.join(ROOT, "docs", "sensitivity.md")
+TRAINING_DOC = os.path.join(ROOT, "docs", "training.md")
 SERVE_DOC = os.path.join(ROOT, "docs", "inference.md")
 
 FIGURES = ("switch latency", "fabric latency", "activation", "phase switch", "preemption", "all together")
@@ -166,6 +168,36 @@ def moe_table(tf, runs) -> str:
             f"has no switch: one run):\n\n" + "\n".join(rows) + "\n\nSpeedup over the mesh: " + "; ".join(notes) + ".")
 
 
+def moe_training_table(tf) -> str:
+    """docs/training.md's MoE table: ``fred estimate -w MOE`` on every fabric, the all-to-all at each
+    method of the timing file's section and at line rate (the section dropped)."""
+    t = switch_timing(tf)
+    cases = ([(m, t.with_all_to_all_method(m)) for m in t.all_to_all.methods] if t.all_to_all else []) \
+        + [("line rate", dataclasses.replace(t, all_to_all=None))]
+    got = {}
+    for label, ti in cases:
+        p = default_params().replace(switch=ti)
+        for w in MOE:
+            for f in FABRIC_ORDER:
+                got[(label, w, f)] = estimate(w, f, params=p)
+    names = [c[0] for c in cases]
+    rows = ["| workload | fabric | strategy | " + " | ".join(f"{n}: iteration ms (EP a2a exposed ms)" for n in names)
+            + " | speedup over the mesh (" + " / ".join(names) + ") |",
+            "|---|---|---|" + "---:|" * (len(names) + 1)]
+    for w in MOE:
+        for f in FABRIC_ORDER:
+            r0 = got[(names[0], w, f)]
+            rows.append(f"| {w} | {variant(f).display} | {r0.strategy} | " + " | ".join(
+                f"{got[(n, w, f)].iteration_time * 1e3:,.1f} ({got[(n, w, f)].exposed['ep'] * 1e3:,.1f})" for n in names)
+                + " | " + " / ".join(f"{got[(n, w, 'mesh')].iteration_time / got[(n, w, f)].iteration_time:.3f}"
+                                     for n in names) + " |")
+    src = "; ".join(t.with_all_to_all_method(m).all_to_all.describe() for m in t.all_to_all.methods) \
+        if t.all_to_all else NO_A2A_SECTION
+    return (f"`fred estimate -w {','.join(MOE)} --all-to-all-method M` (default parameter set, strategy and NPU), "
+            f"one run per method of the timing file ({src}), and one with its all_to_all section dropped "
+            f"(line rate):\n\n" + "\n".join(rows))
+
+
 def largest_move(base: dict, got: dict, only=None) -> tuple[float, tuple]:
     """(signed percent, cell) of the largest relative change of ``got`` against ``base``."""
     cells = [c for c in base if only is None or c[1] == only]
@@ -266,3 +298,6 @@ def main() -> None:
     print(f"({len(runs) + 1} sets of runs and {len(moe)} MoE cases, {time.process_time() - t0:.0f} s CPU)")
     rewrite(SERVE_DOC, "inference", serving)
     rewrite(DOC, "sensitivity", text)
+    moe_training = moe_training_table(tf)
+    print(moe_training)
+    rewrite(TRAINING_DOC, "moe-training", moe_training)
