@@ -61,7 +61,7 @@ def test_folding_keeps_fred_gradients_flowing_out_during_backward():
 @pytest.mark.parametrize("fabric", ["fred-c", "fred-d"])
 def test_folded_equals_layer_by_layer_streaming(fabric):
     a = _run(fabric, "MP(20)-DP(1)-PP(1)", stream_steps=4, npu=_no_offload())
-    b = _run(fabric, "MP(20)-DP(1)-PP(1)", stream_steps=1000, npu=_no_offload())
+    b = _run(fabric, "MP(20)-DP(1)-PP(1)", stream_steps=256, npu=_no_offload())   # >= 128 layers: one per fold
     assert a.iteration_time == pytest.approx(b.iteration_time, rel=1e-4)
     assert a.exposed["stream"] == pytest.approx(b.exposed["stream"], rel=1e-3)
 
@@ -74,7 +74,11 @@ def test_fred_d_streams_weights_no_worse_than_the_mesh(strategy):
     # Fred-D may expose the drain the mesh hides behind its slower final MP All-Reduce, and
     # wait for its own (shorter) final MP All-Reduce; never a fold's worth of gradients
     assert fred.exposed["stream"] <= mesh.exposed["stream"] + 2 * drain, (fred.exposed, mesh.exposed, drain)
-    assert fred.iteration_time < mesh.iteration_time
+    # with the mesh's memory policy on both (the comparison's default), what Fred-D can lose is its
+    # activation offload: it rides the DP VC and yields to MP at every switch (docs/training.md,
+    # "Fred-D slower than the mesh where the I/O sets the pace"); never more than that
+    extra_offload = max(0.0, fred.exposed.get("offload", 0.0) - mesh.exposed.get("offload", 0.0))
+    assert fred.iteration_time < mesh.iteration_time + extra_offload, (fred.exposed, mesh.exposed)
 
 
 def test_strict_priority_only_delays_the_dp_vc_stream_by_mp_time(monkeypatch):
