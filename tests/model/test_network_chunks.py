@@ -11,6 +11,7 @@ from fred.model.collectives.chunking import auto_chunks
 from fred.model.collectives.api import collective_time
 from fred.model.collectives.flowsim import Sim
 from fred.model.network.topology import build_fabric
+from fred.model.system import default_params
 
 GiB = 2**30
 
@@ -30,6 +31,11 @@ def test_default_collectives_reach_90_percent_of_their_analytic_bound(fabric, op
     topo = build_fabric(fabric)
     r = collective_time(topo, op, None, nbytes)
     bound, _ = lower_bound(topo, op, nbytes, in_network=topo.in_network_reduction)
+    a2a = default_params().switch.all_to_all
+    if op == "all-to-all" and topo.fred_switches and a2a is not None:
+        # a FRED switch moves an all-to-all at the throughput its RTL measured (timing file's
+        # all_to_all section), not at line rate: that is this fabric's bound
+        bound /= a2a.uniform
     assert bound / r.time >= 0.9, (r.algorithms, r.chunks, r.time, bound)
     assert r.time >= bound * (1 - 1e-9)
 
