@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import resource
 import subprocess
 import sys
@@ -79,6 +80,13 @@ except ImportError:         # pragma: no cover -- the bench itself does not need
 
 
 # -- the bench ------------------------------------------------------------------------------------
+def summary_line(text: str) -> str:
+    """pytest's closing line in ``text`` (make's own lines after it skipped), or its last line."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    found = [ln for ln in lines if re.search(r"\d+ (passed|failed)|no tests ran", ln)]
+    return (found or lines or [""])[-1]
+
+
 def measure(out: pathlib.Path, make: str = "make", target: str = "test") -> dict:
     """Run ``make TARGET`` with the plugin writing into ``out``; return the run's figures."""
     out.mkdir(parents=True, exist_ok=True)
@@ -87,11 +95,11 @@ def measure(out: pathlib.Path, make: str = "make", target: str = "test") -> dict
     builds0 = _builds()
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([make, "-C", str(ROOT), target], env=env, stdout=subprocess.PIPE,
+    proc = subprocess.run([make, "--no-print-directory", "-C", str(ROOT), target], env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    tail = [ln for ln in proc.stdout.splitlines() if ln.strip()][-1:] or [""]
+    tail = [summary_line(proc.stdout)]
     run = {"wall": round(wall, 1),
            "cpu": round(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime, 1),
            "exit": proc.returncode, "summary": tail[0].strip("= "), "cores": os.cpu_count(),
