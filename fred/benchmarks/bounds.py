@@ -9,11 +9,10 @@ simulated by the flow model; every bound is a closed form (:mod:`fred.model.coll
 
 from __future__ import annotations
 
-import os
 import pathlib
 
 from fred.commands.collective import fmt_time
-from fred.contract.outputs import write_atomic
+from .docblock import rewrite_block
 from fred.model.collectives import lower_bound, port_bound, ring_time
 from fred.model.collectives import collective_time
 from fred.model.network import parse_network_yaml
@@ -210,13 +209,7 @@ def report() -> str:
 def main(argv=None) -> int:
     text = report()
     print(text)
-    if DOC.is_file():
-        doc = DOC.read_text()
-        if BEGIN in doc and END in doc:
-            head, rest = doc.split(BEGIN, 1)
-            _, tail = rest.split(END, 1)
-            write_atomic(DOC, head + BEGIN + "\n" + text + "\n" + END + tail)
-            print(f"(rewrote the {BEGIN} block of {os.path.relpath(DOC, ROOT)})")
+    rewrite_block(DOC, BEGIN, END, text)
     return 0
 
 

@@ -38,11 +38,12 @@ import dataclasses
 import os
 import time
 
-from fred.contract.outputs import write_atomic
 from fred.contract.timing import load_timing
 from fred.model.inference import infer, infer_table
 from fred.model.system import NO_A2A_SECTION, default_params, switch_timing, variant
 from fred.model.training import FABRIC_ORDER, estimate, resolve_workloads
+
+from .docblock import rewrite_block
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = os.path.join(ROOT, "docs", "sensitivity.md")
@@ -270,14 +271,7 @@ def serving_table() -> str:
 
 def rewrite(path, name, text) -> None:
     """Replace the block between ``<!-- name:begin -->`` and ``<!-- name:end -->`` of ``path``."""
-    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
-    with open(path, encoding="utf-8") as fh:
-        doc = fh.read()
-    if begin in doc and end in doc:
-        head, rest = doc.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        write_atomic(path, head + begin + "\n" + text + "\n" + end + tail)
-        print(f"(rewrote the {begin} block of {os.path.relpath(path, ROOT)})")
+    rewrite_block(path, f"<!-- {name}:begin -->", f"<!-- {name}:end -->", text)
 
 
 def main() -> None:

@@ -34,6 +34,8 @@ import sys
 import tempfile
 import time
 
+from .docblock import rewrite_block
+
 __all__ = ["main", "measure", "report", "slowest", "regress", "regress_report", "GROUPS"]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -144,14 +146,7 @@ def report(run: dict, recs: list) -> str:
 
 
 def publish(text: str, begin: str = BEGIN, end: str = END):
-    if DOC.is_file():
-        doc = DOC.read_text()
-        if begin in doc and end in doc:
-            from fred.contract.outputs import write_atomic
-            head, rest = doc.split(begin, 1)
-            _, tail = rest.split(end, 1)
-            write_atomic(DOC, head + begin + "\n" + text + "\n" + end + tail)
-            print(f"(rewrote the {begin} block of {os.path.relpath(DOC, ROOT)})")
+    rewrite_block(DOC, begin, end, text)
 
 
 def regress_report(runs: dict) -> str:

@@ -16,11 +16,10 @@ has the file), so the documented figures are this code's output:
 
 from __future__ import annotations
 
-import os
 import pathlib
 import time
 
-from fred.contract.outputs import write_atomic
+from .docblock import rewrite_block
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "training.md"
@@ -111,13 +110,7 @@ def report() -> str:
 def main(argv=None) -> int:
     text = report()
     print(text)
-    if DOC.is_file():
-        doc = DOC.read_text()
-        if BEGIN in doc and END in doc:
-            head, rest = doc.split(BEGIN, 1)
-            _, tail = rest.split(END, 1)
-            write_atomic(DOC, head + BEGIN + "\n" + text + "\n" + END + tail)
-            print(f"(rewrote the {BEGIN} block of {os.path.relpath(DOC, ROOT)})")
+    rewrite_block(DOC, BEGIN, END, text)
     return 0
 
 
