@@ -1,24 +1,29 @@
-"""Independent estimate jobs run through Dask's ``distributed`` scheduler (or serially, in process).
+"""Independent estimate jobs run in parallel: forked local worker processes, or Dask ``distributed``.
 
 ``fred scan`` and ``fred sweep`` evaluate many independent (workload, fabric, NPU, strategy) cells.
 :class:`JobRunner` maps a function over such jobs:
 
-* ``workers=None`` (default): a :class:`distributed.LocalCluster` of worker *processes* on this
-  machine, one per core, one thread each (the simulator is pure Python: threads would share
-  one interpreter lock);
-* ``workers=N > 0``: a LocalCluster of N worker processes (a LocalCluster listens on the
-  loopback interface only, its HTTP endpoint on a free port);
-* ``workers=0``: serial, in this process (no Dask at all) -- the reference the parallel runs
-  must match exactly;
-* ``scheduler="tcp://host:port"``: submit to an already running Dask cluster.
+* ``workers=None`` (default): a pool of worker processes on this machine, one per core, *forked*
+  from this process once it has imported the model and loaded its compiled engine
+  (:func:`fred.model.network.warm`), so a worker starts with nothing to import or load (the
+  simulator is pure Python plus compiled loops: threads would share one interpreter lock);
+* ``workers=N > 0``: such a pool of N worker processes;
+* ``workers=0``: serial, in this process -- the reference the parallel runs must match exactly;
+  a map of one job also runs in this process (a worker would only add its start-up);
+* ``scheduler="tcp://host:port"``: submit to an already running Dask cluster;
+* ``dask_local=True``: a :class:`distributed.LocalCluster` of ``workers`` spawned worker processes
+  (loopback only), the former default: each worker imports Dask, numpy, numba and fred afresh,
+  which costs more CPU than the jobs of a default ``fred sweep`` (measured in docs/training.md).
+  Also the pool's stand-in where processes cannot be forked.
 
 Results come back in job order whatever order they finish in, so a parallel run returns the
 same list as a serial one. Progress (tqdm) is shown as jobs finish when ``progress`` is true.
 
-Every worker must run the same fred as this process: on connecting, the runner asks each worker
-for its fred version and a digest of the fred sources (:func:`fred_origin`) and refuses, with a
-one-line :class:`fred.FredError`, a worker whose code differs. A job that raises on a worker
-becomes a :class:`fred.FredError` naming the job and the exception, which the CLI prints as one
+Every Dask worker must run the same fred as this process: on connecting, the runner asks each
+worker for its fred version and a digest of the fred sources (:func:`fred_origin`) and refuses,
+with a one-line :class:`fred.FredError`, a worker whose code differs (a forked worker runs this
+process's code by construction). A job that raises on a worker becomes a
+:class:`fred.FredError` naming the job and the exception, which the CLI prints as one
 ``fred: error:`` line.
 """
 
@@ -70,6 +75,19 @@ def fred_origin() -> dict:
     return {"version": __version__, "path": str(dirs[0]), "digest": h.hexdigest()}
 
 
+def _worker_init():
+    """A forked worker leaves Ctrl-C to this process (which stops the pool): no traceback per worker."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
 def default_workers() -> int:
     """Worker processes of the default LocalCluster: the cores this process may use."""
     try:
@@ -86,7 +104,8 @@ class JobRunner:
     [1, 2, 3]
     """
 
-    def __init__(self, workers: int | None = None, scheduler: str | None = None, progress: bool = False):
+    def __init__(self, workers: int | None = None, scheduler: str | None = None, progress: bool = False,
+                 dask_local: bool = False):
         if workers is not None:
             workers = check_int("--workers", workers, low=0, high=4096)
         if scheduler is not None:
@@ -99,6 +118,9 @@ class JobRunner:
         self.progress = bool(progress)
         self.client = None
         self.cluster = None
+        self.pool = None
+        # the local pool forks; where a process cannot fork, a Dask LocalCluster stands in
+        self.dask_local = bool(dask_local) or (not self.serial and scheduler is None and not _can_fork())
 
     @property
     def serial(self) -> bool:
@@ -109,13 +131,18 @@ class JobRunner:
             return "serial, in process"
         if self.scheduler:
             return f"Dask scheduler {self.scheduler}"
-        return f"Dask LocalCluster, {self.workers} worker process{'es' if self.workers != 1 else ''}"
+        n = f"{self.workers} worker process{'es' if self.workers != 1 else ''}"
+        return f"Dask LocalCluster, {n}" if self.dask_local else f"local pool, {n} (forked)"
+
+    @property
+    def uses_dask(self) -> bool:
+        return self.scheduler is not None or (self.dask_local and not self.serial)
 
     # -- life cycle ------------------------------------------------------------------------------
 
     def __enter__(self):
-        if self.serial:
-            return self
+        if not self.uses_dask:
+            return self             # serial, or the forked pool (made by the first map that needs it)
         import logging
 
         import dask
@@ -143,10 +170,16 @@ class JobRunner:
         return self
 
     def __exit__(self, *exc):
-        self.close()
+        self.close(cancel=exc[0] is not None)
         return False
 
-    def close(self):
+    def close(self, cancel: bool = False):
+        if self.pool is not None:
+            pool, self.pool = self.pool, None
+            if cancel:
+                for proc in list(getattr(pool, "_processes", {}).values()):
+                    proc.terminate()          # our own workers, by their process objects
+            pool.shutdown(wait=True, cancel_futures=True)   # joined: their CPU counts as ours
         if self.client is not None:
             self.client.close()
             self.client = None
@@ -171,11 +204,15 @@ class JobRunner:
         """``[fn(job) for job in jobs]``, on the workers; ``label(job)`` names a job in errors."""
         jobs = list(jobs)
         label = label or repr
+        if len(jobs) > 1 and not self.serial and not self.uses_dask:
+            self._start_pool()      # before the progress bar: fork with no other thread running
         bar = self._bar(len(jobs), desc)
         try:
-            if self.serial or len(jobs) == 0:
+            if self.serial or len(jobs) == 0 or (len(jobs) == 1 and not self.uses_dask):
                 return self._map_serial(fn, jobs, label, bar)
-            return self._map_dask(fn, jobs, label, bar)
+            if self.uses_dask:
+                return self._map_dask(fn, jobs, label, bar)
+            return self._map_pool(fn, jobs, label, bar)
         finally:
             if bar is not None:
                 bar.close()
@@ -202,6 +239,39 @@ class JobRunner:
                 raise self._failed(label(job), exc) from exc
             if bar is not None:
                 bar.update(1)
+        return out
+
+    def _start_pool(self):
+        if self.pool is not None:
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        from fred.model.network import warm
+
+        warm()                      # the compiled engine loaded once, here: every worker inherits it
+        self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
+                                        initializer=_worker_init)
+
+    def _map_pool(self, fn, jobs, label, bar):
+        from concurrent.futures import as_completed
+
+        futures = {self.pool.submit(fn, job): i for i, job in enumerate(jobs)}
+        out = [None] * len(jobs)
+        try:
+            for fut in as_completed(futures):
+                i = futures[fut]
+                exc = fut.exception()
+                if exc is not None:
+                    raise self._failed(label(jobs[i]), exc) from exc
+                out[i] = fut.result()
+                if bar is not None:
+                    bar.update(1)
+        except BaseException:
+            for fut in futures:
+                fut.cancel()
+            self.close(cancel=True)
+            raise
         return out
 
     def _map_dask(self, fn, jobs, label, bar):
@@ -237,10 +307,10 @@ MAX_WORKERS = 64
 def add_runner_arguments(p):
     from fred.commands.options import integer, name
 
-    g = p.add_argument_group("parallel execution (Dask distributed)")
+    g = p.add_argument_group("parallel execution (forked local workers, or Dask distributed)")
     g.add_argument("--workers", type=integer("--workers", 0, MAX_WORKERS), metavar="N", default=None,
-                   help=f"worker processes of a local Dask cluster, 0..{MAX_WORKERS} (default: one per core); "
-                        "0 runs the jobs serially in this process")
+                   help=f"local worker processes, forked once the model is loaded, 0..{MAX_WORKERS} "
+                        "(default: one per core); 0 runs the jobs serially in this process")
     g.add_argument("--scheduler", type=name("--scheduler"), metavar="ADDRESS", default=None,
                    help="run on an existing Dask cluster, e.g. tcp://host:8786 (its workers need the same fred)")
     g.add_argument("--quiet", "-q", action="store_true",

@@ -3,7 +3,7 @@ the task graph of flows and compute, the event engine and its max-min rate solve
 simulation returns.
 """
 
-from .engine import run
+from .engine import run, warm
 from .from_yaml import NumberLoader, load_network_yaml, parse_network_yaml
 from .maxmin import maxmin_rates, priority_rates
 from .simresult import SimResult
@@ -36,4 +36,5 @@ __all__ = [
     "run",
     "single_switch",
     "tree2",
+    "warm",
 ]

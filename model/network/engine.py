@@ -26,7 +26,7 @@ from .maxmin import maxmin_rates, priority_rates
 from .simresult import SimResult
 from .taskgraph import FLOW, TaskGraph
 
-__all__ = ["run"]
+__all__ = ["run", "warm"]
 
 
 def run(graph: TaskGraph, durations=None, remember_rates=True) -> SimResult:
@@ -36,6 +36,19 @@ def run(graph: TaskGraph, durations=None, remember_rates=True) -> SimResult:
     engine = _Engine(graph, durations, remember_rates)
     engine.simulate()
     return engine.result()
+
+
+def warm() -> None:
+    """Load the compiled engine into this process (numba loads each compiled function from its
+    on-disk cache at its first call): a process about to fork workers calls this once, so that
+    no worker loads it again (:class:`fred.jobs.JobRunner`)."""
+    from .taskgraph import TaskGraph
+    from .topology import single_switch
+
+    g = TaskGraph(single_switch(3, 1e9))
+    g.transfer(0, 1, 1e6)                       # two flows share a link: a max-min solve
+    g.transfer(2, 1, 1e6, priority=1)
+    run(g)
 
 
 def _gather(ptr, flat, ids):

@@ -177,9 +177,11 @@ def test_serial_job_error_names_the_job():
             r.map(math.sqrt, [4, -1], label=lambda j: f"job {j}")
 
 
-def test_dask_two_workers_equal_serial():
-    """One local cluster of 2 worker processes: a small scan with bisection and a sweep give
-    exactly the serial results; a job failing on a worker becomes a FredError naming it."""
+@pytest.mark.parametrize("dask_local", [False, True], ids=["forked-pool", "dask-localcluster"])
+def test_two_workers_equal_serial(dask_local):
+    """Two local worker processes (the default forked pool, and a Dask LocalCluster): a small
+    scan with bisection and a sweep give exactly the serial results; a job failing on a worker
+    becomes a FredError naming it."""
     from fred.commands.sweep import sweep
 
     kw = dict(workloads=["resnet-152"], fabrics=["fred-d"], k_values=[1, 10, 100])
@@ -187,8 +189,9 @@ def test_dask_two_workers_equal_serial():
     drop_time = lambda rows: [{**r, "estimate": {**r["estimate"].to_dict(), "sim_seconds": 0}
                                if r["estimate"] else None} for r in rows]
     sw_serial = drop_time(sweep("transformer-17b", ("mesh",), 16))
-    with JobRunner(workers=2) as runner:
-        assert runner.describe() == "Dask LocalCluster, 2 worker processes"
+    with JobRunner(workers=2, dask_local=dask_local) as runner:
+        assert runner.describe() == ("Dask LocalCluster, 2 worker processes" if dask_local
+                                     else "local pool, 2 worker processes (forked)")
         parallel = S.to_json(S.scan(**kw, map_fn=runner.map))
         sw_parallel = drop_time(sweep("transformer-17b", ("mesh",), 16, map_fn=runner.map))
         with pytest.raises(FredError, match=r"^sqrt of -1: math domain error"):
@@ -196,3 +199,11 @@ def test_dask_two_workers_equal_serial():
     assert parallel == serial
     assert any(c["found_by"] == "bisection" for c in serial["paper_cells"])
     assert sw_parallel == sw_serial
+    assert runner.pool is None and runner.client is None          # workers joined on leaving
+
+
+def test_forked_pool_runs_one_job_in_process():
+    """A map of one job needs no worker: it runs in this process (no pool is started)."""
+    with JobRunner(workers=2) as runner:
+        assert runner.map(abs, [-3]) == [3]
+        assert runner.pool is None
