@@ -234,6 +234,25 @@ class TaskGraph:
         self._succ.extend(block.succ + lo)
         return lo + k - 1
 
+    def append_tasks(self, kind, dur, nbytes, path, label_of, priority, pred, succ, spans=()) -> int:
+        """Append tasks and edges as they are (arrays, one value per task or edge; edge ends are
+        TaskIds), and collective spans (begin, join); returns the TaskId of the first task. What a
+        graph assembled from recorded blocks (:mod:`fred.model.schedule.tape`) adds in one step."""
+        k = int(np.size(kind))
+        first = self._kind.n
+        if first + k > MAX_TASKS:
+            raise _too_many_tasks()
+        self._kind.extend(kind)
+        self._dur.extend(dur)
+        self._bytes.extend(nbytes)
+        self._path.extend(path)
+        self._label_of.extend(label_of)
+        self._prio.extend(priority)
+        self._pred.extend(pred)
+        self._succ.extend(succ)
+        self._spans.extend(spans)
+        return first
+
     def add_flows(self, paths, nbytes, label_id) -> np.ndarray:
         """Flows of ``nbytes`` (one value or one per flow) on path ids ``paths``; their TaskIds."""
         paths = np.asarray(paths, dtype=np.int32).ravel()

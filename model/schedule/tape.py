@@ -18,6 +18,7 @@ tape's task ids, which is what the schedule's analysis reads.
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
 
 import numpy as np
@@ -74,23 +75,117 @@ class Tape:
         return tuple(self.calls)
 
 
+class _Template:
+    """The tasks and edges one collective call added to a graph (its begin marker, task 0, to its
+    join, the last task), edge ends relative to the begin marker: what a later call with the same
+    structure adds again (:meth:`fred.model.network.taskgraph.TaskGraph.replay` does the same, one call at
+    a time)."""
+
+    __slots__ = ("kind", "dur", "nbytes", "path", "pred", "succ", "size")
+
+    def __init__(self, sim, begin: int, first_edge: int):
+        a = sim.arrays()
+        self.kind = a.kind[begin:].copy()
+        self.dur = a.duration[begin:].copy()
+        self.nbytes = a.nbytes[begin:].copy()
+        self.path = a.path[begin:].copy()
+        self.pred = a.pred[first_edge:] - begin
+        self.succ = a.succ[first_edge:] - begin
+        self.size = self.kind.size
+
+
+class _DelayTemplate:
+    """A delay call: one task, no edges of its own."""
+
+    size = 1
+    kind = np.zeros(1, dtype=np.int8)          # DELAY
+    dur = np.zeros(1)
+    nbytes = np.zeros(1)
+    path = np.full(1, -1, dtype=np.int32)
+    pred = succ = np.zeros(0, dtype=np.int64)
+
+
+_DELAY = _DelayTemplate()
+
+
 class _Built:
-    """A graph built from a tape: the Sim, the Sim task of every tape call and of every delay."""
+    """A graph built from a tape: the Sim, the Sim task of every tape call and of every delay.
+
+    The graph is the one the tape's calls made one by one on a ``Sim`` would give, task for task,
+    edge for edge and path for path: the first call of each structure (op, groups, size and
+    options; label and priority apart) in this graph is made on the Sim (so its paths get their ids
+    in the same order), and the later ones -- most of a schedule: the same collectives layer after
+    layer, microbatch after microbatch -- are appended with the delays in batches of arrays
+    (:class:`_Template`, ``TaskGraph.append_tasks``) instead of one call each."""
 
     def __init__(self, tape: Tape, topo):
         sim = Sim(topo)
-        real = []
-        for c in tape.calls:
-            if c[0] == "d":
-                real.append(sim.delay(0.0, deps=[real[d] for d in c[2]], label=c[1]))
-            else:
-                _, op, grp, nbytes, deps, kw = c
-                group = [list(g) if isinstance(g, tuple) else g for g in grp]
-                real.append(sim.collective(op, group, nbytes, deps=[real[d] for d in deps], **dict(kw)))
         self.sim = sim
-        self.real = np.asarray(real, dtype=np.int64)
+        self.real = np.zeros(len(tape.calls), dtype=np.int64)
+        templates: dict = {}
+        options: dict = {}          # a call's sorted options -> (structural options, label, priority)
+        pend: list = []             # (call index, template, label id, priority, deps), not yet added
+        for i, c in enumerate(tape.calls):
+            if c[0] == "d":
+                pend.append((i, _DELAY, sim.label_id(c[1]), 0, c[2]))
+                continue
+            _, op, grp, nbytes, deps, kw = c
+            o = options.get(kw)
+            if o is None:
+                d = dict(kw)
+                o = options[kw] = (tuple(kv for kv in kw if kv[0] not in ("label", "priority")),
+                                   d.get("label") or "", int(d.get("priority") or 0))
+            key = (op, grp, nbytes, o[0])
+            t = templates.get(key)
+            if t is not None:
+                pend.append((i, t, sim.label_id(o[1] or op), o[2], deps))
+                continue
+            self._flush(pend)
+            pend = []
+            n0, e0 = sim.num_tasks, sim.num_edges
+            group = [list(g) if isinstance(g, tuple) else g for g in grp]
+            self.real[i] = sim.collective(op, group, nbytes, deps=[int(self.real[d]) for d in deps], **dict(kw))
+            templates[key] = _Template(sim, n0, e0 + len(deps))
+        self._flush(pend)
         self.delays = self.real[np.asarray(tape.is_delay, dtype=bool)]
         self.tasks = sim.num_tasks
+
+    def _flush(self, pend):
+        """Append the pending calls (delays and repeated collectives) to the graph, in order."""
+        if not pend:
+            return
+        sim, real = self.sim, self.real
+        n = len(pend)
+        tmpl = [p[1] for p in pend]
+        size = np.fromiter((t.size for t in tmpl), dtype=np.int64, count=n)
+        start = sim.num_tasks + np.cumsum(size) - size
+        call = np.fromiter((p[0] for p in pend), dtype=np.int64, count=n)
+        real[call] = start + size - 1                       # a delay itself; a collective's join
+        # edges, per call: its dependencies into its first task, then its template's own edges
+        dcount = np.fromiter((len(p[4]) for p in pend), dtype=np.int64, count=n)
+        dflat = np.fromiter(itertools.chain.from_iterable(p[4] for p in pend), dtype=np.int64,
+                            count=int(dcount.sum()))
+        ecount = np.fromiter((t.pred.size for t in tmpl), dtype=np.int64, count=n)
+        per = dcount + ecount
+        base = np.cumsum(per) - per                         # each call's first edge
+        pred = np.empty(int(per.sum()), dtype=np.int64)
+        succ = np.empty_like(pred)
+        if dflat.size:
+            pos = np.repeat(base - (np.cumsum(dcount) - dcount), dcount) + np.arange(dflat.size)
+            pred[pos] = real[dflat]
+            succ[pos] = np.repeat(start, dcount)
+        if ecount.sum():
+            pos = np.repeat(base + dcount - (np.cumsum(ecount) - ecount), ecount) + np.arange(int(ecount.sum()))
+            off = np.repeat(start, ecount)
+            pred[pos] = np.concatenate([t.pred for t in tmpl]) + off
+            succ[pos] = np.concatenate([t.succ for t in tmpl]) + off
+        coll = np.fromiter((t is not _DELAY for t in tmpl), dtype=bool, count=n)
+        spans = list(zip(start[coll].tolist(), (start + size - 1)[coll].tolist()))    # (begin, join)
+        sim.append_tasks(np.concatenate([t.kind for t in tmpl]), np.concatenate([t.dur for t in tmpl]),
+                         np.concatenate([t.nbytes for t in tmpl]), np.concatenate([t.path for t in tmpl]),
+                         np.repeat(np.fromiter((p[2] for p in pend), dtype=np.int32, count=n), size),
+                         np.repeat(np.fromiter((p[3] for p in pend), dtype=np.int32, count=n), size),
+                         pred, succ, spans)
 
 
 _CACHE: "OrderedDict[tuple, _Built]" = OrderedDict()
