@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import engine_kernel as K_
-from .maxmin import maxmin_rates, priority_rates
+from .maxmin import ARBITRATED, PLAIN, PRIORITY, group_rates, maxmin_rates, priority_rates
 from .simresult import SimResult
 from .taskgraph import FLOW, TaskGraph
 
@@ -158,6 +158,8 @@ class _Static:
         self.q_flat = np.zeros(1, dtype=np.int64)
         self.q_ptr = np.zeros(self.P + 1, dtype=np.int64)
         self.t_pre = self.t_resume = 0.0
+        self.mode = ARBITRATED if self.arb else PRIORITY if self.multi_prio else PLAIN
+        self.sw_a = self.sw_b = np.full(1, -1, dtype=np.int64)
         if self.arb:
             self.sw_a = np.where(topo.is_switch[topo.link_src], topo.link_src, -1).astype(np.int64)
             self.sw_b = np.where(topo.is_switch[topo.link_dst], topo.link_dst, -1).astype(np.int64)
@@ -173,17 +175,10 @@ class _Static:
 
     def solve(self, ag, mult):
         """Rates of the active groups ``ag`` (ascending) with ``mult`` flows each: solved as one
-        flow of that multiplicity per group."""
-        path = self.g_path[ag]
-        lk, ow = _gather(self.p_ptr, self.p_flat, path)
-        flow_cap = self.p_cap[path]
-        m = None if mult.max() <= 1 else mult
-        if self.arb:
-            return priority_rates(ow, lk, ag.size, self.cap_link, flow_cap, self.g_prio[ag],
-                                  sw=(self.sw_a, self.sw_b, self.n_nodes), mult=m)
-        if self.multi_prio:
-            return priority_rates(ow, lk, ag.size, self.cap_link, flow_cap, self.g_prio[ag], mult=m)
-        return maxmin_rates(ow, lk, ag.size, self.cap_link, flow_cap, m)
+        flow of that multiplicity per group (compiled: :func:`fred.model.network.maxmin.group_rates`,
+        the rates :func:`maxmin_rates` / :func:`priority_rates` give, to the bit)."""
+        return group_rates(ag, mult, self.g_path, self.g_prio, self.p_ptr, self.p_flat, self.p_cap, self.cap_link,
+                           self.mode, self.sw_a, self.sw_b, self.n_nodes)
 
 
 def _grown(a, cap):

@@ -196,3 +196,140 @@ def priority_rates(ent_flow, ent_link, nflows, link_cap, flow_cap, prio, sw=None
             left -= occ
             left[left < 1e-9] = 0.0
     return rate
+
+
+# ---- the engine's solve, compiled -----------------------------------------------------------------
+#: :func:`group_rates` modes: max-min alone; strict priority classes; classes and FRED switch arbitration
+PLAIN, PRIORITY, ARBITRATED = 0, 1, 2
+
+
+@njit(cache=True, nogil=True)
+def group_rates(ag, mult, g_path, g_prio, p_ptr, p_flat, p_cap, link_cap, mode, sw_a, sw_b, n_nodes):
+    """The rates of the event engine's active rate groups ``ag`` (ascending; ``mult[i]`` flows
+    each, on path ``g_path[ag[i]]`` in class ``g_prio[ag[i]]``), compiled: the entries of the
+    groups' paths gathered as :func:`fred.model.network.engine` does, then :func:`maxmin_rates`
+    (``mode`` PLAIN) or :func:`priority_rates` (PRIORITY; ARBITRATED: with ``sw_a``/``sw_b``/
+    ``n_nodes``). The same floating-point operations in the same order as those numpy functions
+    (sums in entry order, as ``np.bincount``), so the same rates to the bit
+    (tests/model/test_model_engine_memo.py)."""
+    # long: priority_rates written out as loops, step by step, to keep its arithmetic
+    n = ag.size
+    tot = 0
+    for i in range(n):
+        p = g_path[ag[i]]
+        tot += p_ptr[p + 1] - p_ptr[p]
+    ent_flow = np.empty(tot, dtype=np.int64)
+    ent_link = np.empty(tot, dtype=np.int64)
+    fcap = np.empty(n)
+    k = 0
+    for i in range(n):
+        p = g_path[ag[i]]
+        fcap[i] = p_cap[p]
+        for e in range(p_ptr[p], p_ptr[p + 1]):
+            ent_flow[k] = i
+            ent_link[k] = p_flat[e]
+            k += 1
+    m = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        m[i] = mult[i]
+    if mode == PLAIN:
+        return _maxmin(ent_flow, ent_link, n, link_cap, fcap, m)
+    prio = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        prio[i] = g_prio[ag[i]]
+    L = link_cap.size
+    rate = np.zeros(n)
+    cap = link_cap.copy()
+    levels = np.unique(prio)[::-1]
+    arb = mode == ARBITRATED
+    left = np.ones(n_nodes)
+    local = np.empty(n, dtype=np.int64)
+    for lv in levels:
+        ns = 0
+        for i in range(n):
+            if prio[i] == lv:
+                local[i] = ns
+                ns += 1
+            else:
+                local[i] = -1
+        sel = np.empty(ns, dtype=np.int64)
+        for i in range(n):
+            if local[i] >= 0:
+                sel[local[i]] = i
+        ne = 0
+        for e in range(tot):
+            if local[ent_flow[e]] >= 0:
+                ne += 1
+        ef = np.empty(ne, dtype=np.int64)
+        el = np.empty(ne, dtype=np.int64)
+        j = 0
+        for e in range(tot):
+            if local[ent_flow[e]] >= 0:
+                ef[j] = local[ent_flow[e]]
+                el[j] = ent_link[e]
+                j += 1
+        ecap = cap
+        if arb:
+            partial = False
+            for x in range(n_nodes):
+                if left[x] < 1.0:
+                    partial = True
+                    break
+            if partial:
+                ecap = cap.copy()
+                for l in range(L):
+                    if sw_a[l] >= 0:
+                        ecap[l] = min(ecap[l], left[sw_a[l]] * link_cap[l])
+                for l in range(L):
+                    if sw_b[l] >= 0:
+                        ecap[l] = min(ecap[l], left[sw_b[l]] * link_cap[l])
+        pos = np.empty(L)
+        for l in range(L):
+            pos[l] = max(ecap[l], 1e-300)
+        ms = np.empty(ns, dtype=np.int64)
+        fc = np.empty(ns)
+        for i in range(ns):
+            ms[i] = m[sel[i]]
+            fc[i] = fcap[sel[i]]
+        r = _maxmin(ef, el, ns, pos, fc, ms)
+        for e in range(ne):
+            l = el[e]
+            if ecap[l] <= 1e-9 * max(link_cap[l], 1.0):
+                r[ef[e]] = 0.0
+        for i in range(ns):
+            rate[sel[i]] = r[i]
+        used = np.zeros(L)
+        for e in range(ne):
+            used[el[e]] += r[ef[e]] * ms[ef[e]]
+        for l in range(L):
+            cap[l] = max(cap[l] - used[l], 0.0)
+        if arb:
+            occ = np.zeros(n_nodes)
+            for l in range(L):
+                if sw_a[l] >= 0:
+                    f = used[l] / max(link_cap[l], 1e-300)
+                    if f > occ[sw_a[l]]:
+                        occ[sw_a[l]] = f
+            for l in range(L):
+                if sw_b[l] >= 0:
+                    f = used[l] / max(link_cap[l], 1e-300)
+                    if f > occ[sw_b[l]]:
+                        occ[sw_b[l]] = f
+            for x in range(n_nodes):
+                left[x] -= occ[x]
+                if left[x] < 1e-9:
+                    left[x] = 0.0
+    return rate
+
+
+@njit(cache=True, nogil=True)
+def _maxmin(ent_flow, ent_link, nflows, link_cap, fcap, mult):
+    """:func:`maxmin_rates` with a multiplicity per flow, compiled."""
+    if nflows == 0:
+        return np.zeros(0)
+    if ent_flow.size == 0:
+        return fcap.copy()
+    w = np.empty(ent_flow.size)
+    for e in range(ent_flow.size):
+        w[e] = float(mult[ent_flow[e]])
+    return _progressive_filling(ent_flow, ent_link, nflows, link_cap, fcap, w)
