@@ -55,6 +55,8 @@ def parse_strategy(text, npus: int | None = None) -> tuple[int, int, int]:
     parallelism) counts into the data-parallel replicas: ``MP(a)-EP(e)-DP(b)-PP(c)`` gives
     ``(a, e * b, c)`` (:func:`expert_parallel` gives ``e``).
     """
+    if type(text) is tuple and len(text) == 3 and npus is None and all(type(v) is int and v > 0 for v in text):
+        return text                 # the common case (every placement of a schedule): already checked
     if isinstance(text, Strategy):
         abc = (text.mp, text.dp, text.pp)
     elif isinstance(text, (tuple, list)):

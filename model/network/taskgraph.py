@@ -38,6 +38,12 @@ MAX_TASKS = 10_000_000
 MAX_PATH_LINKS = 10_000_000
 
 
+#: path data (links, sources, destinations, latency, cap) by (topology fingerprint, timing), then
+#: by path key: routed once per process, numbered per graph (:meth:`TaskGraph._path_memo`); the
+#: oldest topology's dropped first beyond _PATH_MEMO_TOPOLOGIES
+_PATH_MEMO: dict = {}
+_PATH_MEMO_TOPOLOGIES = 16
+
 #: topologies up to this many nodes look unicast paths up in a dense pair table (8 MB at most)
 _PAIR_TABLE_NODES = 1024
 
@@ -101,6 +107,7 @@ class TaskGraph:
         self._p_cache: dict = {}
         self._spans: list[tuple[int, int]] = []  # (begin task, join task) of collectives
         self._pair_pid = None                     # unicast path id by src x nodes + dst (-1: none yet)
+        self._memo = None                         # the shared path data of this topology (_path_memo)
         #: plans of the collectives expanded so far, by (op, group, algorithm, root, io): a
         #: collective repeated on the same group reuses its plan (:mod:`fred.model.collectives.api`)
         self.plan_cache: dict = {}
@@ -265,18 +272,50 @@ class TaskGraph:
         return np.arange(first, first + k, dtype=np.int64)
 
     # ---- paths -----------------------------------------------------------------------------
+    def _path_memo(self) -> dict:
+        """Path data by path key, shared by every graph on an equal topology with equal timing
+        (routes, latencies and caps depend on nothing else): a path first met in this graph is
+        numbered here as always, its routing done once per process (:data:`_PATH_MEMO`)."""
+        memo = self._memo
+        if memo is None:
+            try:
+                key = (self.topo.fingerprint(), self.timing)
+                memo = _PATH_MEMO.get(key)
+                if memo is None:
+                    memo = _PATH_MEMO[key] = {}
+                    while len(_PATH_MEMO) > _PATH_MEMO_TOPOLOGIES:
+                        _PATH_MEMO.pop(next(iter(_PATH_MEMO)))
+            except TypeError:                       # a timing that cannot be a key: this graph's own
+                memo = {}
+            self._memo = memo
+        return memo
+
+    def _known_path(self, key):
+        """The id of the path ``key``, added from the shared data if this graph has not met it
+        yet; None if no graph has (the caller routes it and calls :meth:`_add_path`)."""
+        d = self._path_memo().get(key)
+        return None if d is None else self._add_path_data(key, d)
+
     def _add_path(self, key, links, srcs, lat, cap=np.inf, dsts=()):
+        links = np.asarray(sorted(set(links)), dtype=np.int64)
+        d = (links, np.asarray(srcs, dtype=np.int64), np.asarray(dsts, dtype=np.int64), float(lat), float(cap))
+        for a in d[:3]:
+            a.flags.writeable = False               # shared by the graphs of this topology
+        self._path_memo()[key] = d
+        return self._add_path_data(key, d)
+
+    def _add_path_data(self, key, d):
         pid = len(self._p_lat)
-        self._p_links.append(np.asarray(sorted(set(links)), dtype=np.int64))
-        self._path_links = getattr(self, "_path_links", 0) + self._p_links[-1].size
+        self._p_links.append(d[0])
+        self._path_links = getattr(self, "_path_links", 0) + d[0].size
         if self._path_links > MAX_PATH_LINKS:
             raise FredError(f"this simulation's routes hold more than {MAX_PATH_LINKS:,} links, more than fit in "
                             f"memory (an all-to-all over many NPUs of a ring?); use fewer NPUs or a topology "
                             f"with shorter routes")
-        self._p_srcs.append(np.asarray(srcs, dtype=np.int64))
-        self._p_dsts.append(np.asarray(dsts, dtype=np.int64))
-        self._p_lat.append(float(lat))
-        self._p_cap.append(float(cap))
+        self._p_srcs.append(d[1])
+        self._p_dsts.append(d[2])
+        self._p_lat.append(d[3])
+        self._p_cap.append(d[4])
         self._p_cache[key] = pid
         return pid
 
@@ -306,6 +345,8 @@ class TaskGraph:
     def path_unicast(self, src, dst) -> int:
         key = ("u", src, dst)
         pid = self._p_cache.get(key)
+        if pid is None:
+            pid = self._known_path(key)
         if pid is None:
             pid = self._add_path(key, self.topo.path(src, dst), [src], self._lat(src, dst), dsts=[dst])
         return pid
@@ -350,6 +391,8 @@ class TaskGraph:
         key = ("m", src, dsts, order)
         pid = self._p_cache.get(key)
         if pid is None:
+            pid = self._known_path(key)
+        if pid is None:
             links = set()
             for d in dsts:
                 links.update(self.topo.path(src, d, order))
@@ -362,6 +405,8 @@ class TaskGraph:
         srcs = tuple(sorted(set(int(s) for s in srcs)))
         key = ("r", srcs, dst, order)
         pid = self._p_cache.get(key)
+        if pid is None:
+            pid = self._known_path(key)
         if pid is None:
             links = set()
             for s in srcs:
@@ -376,6 +421,8 @@ class TaskGraph:
         members = tuple(sorted(set(int(m) for m in members)))
         key = ("a", members, root)
         pid = self._p_cache.get(key)
+        if pid is None:
+            pid = self._known_path(key)
         if pid is None:
             links = set()
             up = down = 0.0
