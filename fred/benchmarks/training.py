@@ -11,8 +11,14 @@ not grow when other jobs load a shared machine.
 the Transformer-17B strategy sweep, both serial (``--workers 0``).
 
 :func:`scale_out` (benchmark ``scale-out``): the default ``fred scan`` (4 workloads x 5 fabrics x
-20 k with the paper-cell bisection) and ``fred sweep --workload transformer-1t``, each on a local
-Dask cluster (one worker process per core; its start-up included).
+20 k with the paper-cell bisection) and ``fred sweep --workload transformer-1t``, each as a user
+runs it: on the default local workers (one process per core, forked once the model is loaded;
+:mod:`fred.jobs`), their CPU included.
+
+Before the rows, unmeasured: the package's bytecode is compiled (``compileall``: what an install
+does; a checkout run with ``PYTHONDONTWRITEBYTECODE`` would otherwise compile every module in every
+process) and one small estimate loads the compiled engine (or compiles it, the first time after an
+install or a change of its source).
 
 Each writes its rows between ``<!-- speed-NAME:begin -->`` and ``<!-- speed-NAME:end -->`` in
 ``docs/training.md`` (when run from a checkout that has the file), so the documented figures are
@@ -35,8 +41,8 @@ DOC = ROOT / "docs" / "training.md"
 TARGETS = {
     "estimate": ("`fred estimate` (4 workloads x 5 fabrics), serial", 3.0),
     "sweep-17b": ("`fred sweep` (Transformer-17B, 36 cells), serial", None),
-    "scan": ("`fred scan` (4 workloads x 5 fabrics x 20 k, bisection), local Dask cluster", 60.0),
-    "sweep-1t": ("`fred sweep --workload transformer-1t` (36 cells), local Dask cluster", 20.0),
+    "scan": ("`fred scan` (4 workloads x 5 fabrics x 20 k, bisection), local workers", 60.0),
+    "sweep-1t": ("`fred sweep --workload transformer-1t` (36 cells), local workers", 20.0),
 }
 COMMANDS = {
     "estimate": ["estimate"],
@@ -83,8 +89,21 @@ def write_block(block: str, rows: list[str]) -> None:
     print(f"(rewrote the {begin} block of {os.path.relpath(DOC, ROOT)})")
 
 
+def compile_bytecode() -> None:
+    """Compile the bytecode of the packages the commands import (fred, fred.contract, fred.model),
+    where it is missing or stale, as an install does."""
+    import compileall
+
+    import fred.contract
+    import fred.model
+
+    for mod in (sys.modules["fred"], fred.contract, fred.model):
+        compileall.compile_dir(str(pathlib.Path(mod.__file__).parent), quiet=1)
+
+
 def _run(names, block):
     rows, out = [], {}
+    compile_bytecode()
     # a small estimate first, not counted: it loads the compiled engine (or compiles it, the first
     # time after an install or a change of its source), so the rows measure the commands alone
     m = measure(["estimate", "--workload", "resnet-152", "--fabric", "mesh"])

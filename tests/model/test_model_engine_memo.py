@@ -108,3 +108,70 @@ def test_flows_with_a_multiplicity_get_the_rates_of_their_copies(seed):
     got = engine.priority_rates(ef, el, F, cap, fcap, prio, sw=(sw_a, sw_b, 3), mult=mult)
     want = engine.priority_rates(ef_full, el_full, rep.size, cap, fcap[rep], prio[rep], sw=(sw_a, sw_b, 3))
     np.testing.assert_allclose(np.repeat(got, mult), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_compiled_solve_gives_the_numpy_solvers_rates_to_the_bit(seed):
+    """The engine's compiled solve of active rate groups (maxmin.group_rates) against
+    maxmin_rates / priority_rates on the same groups: equal, not close (random paths over
+    random links, caps, classes, switches, multiplicities; every mode)."""
+    from fred.model.network.maxmin import ARBITRATED, PLAIN, PRIORITY, group_rates
+
+    rng = np.random.default_rng(100 + seed)
+    L, P = 14, 11
+    cap = rng.uniform(1, 10, L)
+    paths = [np.sort(rng.choice(L, size=rng.integers(1, 5), replace=False)) for _ in range(P)]
+    p_ptr = np.r_[0, np.cumsum([p.size for p in paths])].astype(np.int64)
+    p_flat = np.concatenate(paths).astype(np.int64)
+    p_cap = np.where(rng.random(P) < 0.3, rng.uniform(0.5, 3, P), np.inf)
+    g_path = rng.permutation(P).astype(np.int64)          # group -> path
+    g_prio = rng.integers(0, 3, P).astype(np.int64)
+    ag = np.sort(rng.choice(P, size=8, replace=False)).astype(np.int64)
+    mult = rng.integers(1, 4, ag.size).astype(np.int64)
+    sw_a = np.where(rng.random(L) < 0.5, rng.integers(0, 3, L), -1).astype(np.int64)
+    sw_b = np.where(rng.random(L) < 0.5, rng.integers(0, 3, L), -1).astype(np.int64)
+    ef = np.concatenate([np.full(paths[g_path[g]].size, i) for i, g in enumerate(ag)])
+    el = np.concatenate([paths[g_path[g]] for g in ag])
+    fcap = p_cap[g_path[ag]]
+    want = {PLAIN: engine.maxmin_rates(ef, el, ag.size, cap, fcap, mult),
+            PRIORITY: engine.priority_rates(ef, el, ag.size, cap, fcap, g_prio[ag], mult=mult),
+            ARBITRATED: engine.priority_rates(ef, el, ag.size, cap, fcap, g_prio[ag], sw=(sw_a, sw_b, 3), mult=mult)}
+    for mode, w in want.items():
+        got = group_rates(ag, mult, g_path, g_prio, p_ptr, p_flat, p_cap, cap, mode, sw_a, sw_b, 3)
+        assert np.array_equal(got, w), (mode, got, w)
+
+
+@pytest.mark.parametrize("fabric", ["mesh", "fred-d"])
+def test_a_recorded_schedule_builds_the_graph_its_calls_make_one_by_one(fabric):
+    """A tape's graph (repeated collectives and delays appended in batches, paths from the
+    process-wide path data) is the graph the same calls made one by one on a Sim give: the same
+    tasks, edges, labels, spans and paths, in the same order."""
+    from fred.model.network import taskgraph
+    from fred.model.network.topology import build_fabric
+    from fred.model.schedule import tape as T
+
+    topo = build_fabric(fabric)
+    rec = T.Tape(topo)
+    _workload(rec, 3)
+    _workload(rec, 4)                       # again: every collective a repeat
+    built = T._Built(rec, topo)             # path data from the memo (the topology seen before)
+    taskgraph._PATH_MEMO.clear()
+    sim, real, dur = Sim(topo), [], iter(rec.durations)
+    for c in rec.calls:
+        if c[0] == "d":
+            real.append(sim.delay(next(dur), deps=[real[d] for d in c[2]], label=c[1]))
+        else:
+            _, op, grp, nbytes, deps, kw = c
+            group = [list(g) if isinstance(g, tuple) else g for g in grp]
+            real.append(sim.collective(op, group, nbytes, deps=[real[d] for d in deps], **dict(kw)))
+    a, b = built.sim.arrays(), sim.arrays()
+    for f in ("kind", "nbytes", "path", "priority", "label_of", "pred", "succ"):
+        assert np.array_equal(getattr(a, f), getattr(b, f)), f
+    # (the tape's graph holds its delays' durations apart: they are swapped in for each run)
+    assert np.array_equal(np.delete(a.duration, built.delays), np.delete(b.duration, built.delays))
+    assert a.labels == b.labels and sorted(a.spans) == sorted(b.spans)
+    assert len(a.path_links) == len(b.path_links)
+    assert all(np.array_equal(x, y) for x, y in zip(a.path_links, b.path_links))
+    assert a.path_latency == b.path_latency and a.path_cap == b.path_cap
+    assert np.array_equal(built.real, real)
+    assert np.array_equal(T.simulate(rec, topo)[1].finish, sim.run().finish)
