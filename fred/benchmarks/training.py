@@ -3,7 +3,7 @@ them into ``docs/training.md``; not a pass/fail test.
 
 Each command runs as its own process, as a user runs it (``python -m fred ...``, output
 discarded); its cost is the CPU seconds (user + system) of that process and every process it
-waited for -- the Dask workers of a local cluster included -- from the operating system's
+waited for -- the local worker processes included -- from the operating system's
 resource usage of children (what ``/usr/bin/time`` reports). CPU seconds, unlike wall time, do
 not grow when other jobs load a shared machine.
 
@@ -126,7 +126,7 @@ def main():
 
 
 def scale_out():
-    """``fred scan`` (default grid) and the Transformer-1T sweep on a local Dask cluster."""
+    """``fred scan`` (default grid) and the Transformer-1T sweep on the default local workers."""
     return _run(["scan", "sweep-1t"], "scale-out")
 
 

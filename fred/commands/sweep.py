@@ -30,7 +30,7 @@ def add_arguments(p):
 
 
 def sweep_job(job):
-    """One strategy x fabric of a sweep (the function Dask workers run): a row dict with the
+    """One strategy x fabric of a sweep (the function the workers run): a row dict with the
     estimate, or ``error`` when the strategy does not fit."""
     from fred import FredError
 

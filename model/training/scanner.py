@@ -24,7 +24,7 @@ iteration time, compute and exposed communication by kind and the speedup over t
   (grid resolution, no refinement).
 
 The jobs are independent; :func:`scan` takes a ``map_fn(fn, jobs, desc=..., label=...)`` to run
-them (the CLI passes :class:`fred.jobs.JobRunner`'s Dask map; the default is a serial loop). A
+them (the CLI passes :meth:`fred.jobs.JobRunner.map`: local worker processes or Dask; the default is a serial loop). A
 job is one workload x fabric x samples over the whole grid (:class:`SeriesJob`: in one process
 its task graphs are built once and re-timed for every k), then one job per paper cell that still
 brackets its band edge runs that cell's whole bisection (:class:`BisectJob`): the cells refine
@@ -78,7 +78,7 @@ def scaled_npu(npu: C.NpuParams, k: float) -> C.NpuParams:
 
 @dataclass(frozen=True)
 class ScanJob:
-    """One estimate of the scan: picklable, so that it can run on a Dask worker."""
+    """One estimate of the scan: picklable, so that it can run on a worker process."""
     workload: str
     fabric: str
     k: float
