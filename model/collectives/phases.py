@@ -249,11 +249,20 @@ class Trees:
 
 # ---- plans: running and merging -------------------------------------------------------------
 def run_plan(b: Builder, plan, st0, nbytes, chunks):
-    """Emit ``plan`` for ``nbytes`` per NPU in ``chunks`` pieces per stream, from state ``st0``."""
+    """Emit ``plan`` for ``nbytes`` per NPU in ``chunks`` pieces per stream, from state ``st0``.
+
+    The pieces of a stream are alike: piece c has the tasks of piece 1 and their edges, shifted
+    by c - 1 pieces, except that edges from before the stream (the state ``st0``) stay where
+    they are; so pieces 2.. are added as copies of piece 1 (:func:`_repeat_piece`), not phase by
+    phase. The graph is the one the phase-by-phase loop gives (tests/model/test_model_engine_memo.py)."""
+    sim = b.sim
     for frac, phases in plan:
         D = nbytes * frac / chunks
         prev = [[] for _ in phases]
-        for _c in range(chunks):
+        first = sim.num_tasks
+        for c in range(min(chunks, 2)):
+            if c == 1:
+                t1, e1 = sim.num_tasks, sim.num_edges
             st = st0
             for j, ph in enumerate(phases):
                 if getattr(ph, "concurrent_chunks", False):
@@ -261,6 +270,26 @@ def run_plan(b: Builder, plan, st0, nbytes, chunks):
                 else:
                     st, sends = ph(b, st + prev[j], D)
                     prev[j] = sends
+        if chunks > 2:
+            _repeat_piece(sim, first, t1, e1, chunks - 2)
+
+
+def _repeat_piece(sim, first, t1, e1, copies):
+    """Add ``copies`` more pieces after the stream's pieces 0 (tasks from ``first``) and 1 (tasks
+    from ``t1``, edges from ``e1``): piece 1 shifted by one piece each time; an edge from a task
+    before ``first`` keeps its source."""
+    t2 = sim.num_tasks
+    size = t2 - t1
+    if size != t1 - first:                          # pragma: no cover - pieces are alike
+        raise AssertionError("the pieces of a stream differ in size")
+    a = sim.arrays()
+    sl = slice(t1, t2)
+    pred, succ = sim.edges(e1)
+    inside = pred >= first
+    shift = (np.arange(1, copies + 1, dtype=np.int64) * size)[:, None]
+    sim.append_tasks(np.tile(a.kind[sl], copies), np.tile(a.duration[sl], copies), np.tile(a.nbytes[sl], copies),
+                     np.tile(a.path[sl], copies), np.tile(a.label_of[sl], copies), np.tile(a.priority[sl], copies),
+                     (pred[None, :] + shift * inside[None, :]).ravel(), (succ[None, :] + shift).ravel())
 
 
 def _merge_phase(a, b):

@@ -175,3 +175,39 @@ def test_a_recorded_schedule_builds_the_graph_its_calls_make_one_by_one(fabric):
     assert a.path_latency == b.path_latency and a.path_cap == b.path_cap
     assert np.array_equal(built.real, real)
     assert np.array_equal(T.simulate(rec, topo)[1].finish, sim.run().finish)
+
+
+@pytest.mark.parametrize("fabric", ["mesh", "fred-a", "fred-d"])
+def test_pieces_copied_from_the_second_equal_pieces_built_phase_by_phase(fabric, monkeypatch):
+    """run_plan adds pieces 2.. of a stream as copies of piece 1: the same graph as running every
+    phase for every piece (many pieces, several streams, I/O trees and rings, two classes)."""
+    from fred.model.collectives import api, phases
+
+    def phase_by_phase(b, plan, st0, nbytes, chunks):
+        for frac, phs in plan:
+            D = nbytes * frac / chunks
+            prev = [[] for _ in phs]
+            for _c in range(chunks):
+                st = st0
+                for j, ph in enumerate(phs):
+                    if getattr(ph, "concurrent_chunks", False):
+                        st, _ = ph(b, st, D)
+                    else:
+                        st, sends = ph(b, st + prev[j], D)
+                        prev[j] = sends
+
+    def build():
+        sim = Sim(fabric)
+        d = sim.delay(1e-6)
+        a = sim.collective("io-broadcast", list(range(20)), 3e6, deps=[d], chunks=16)
+        r = sim.collective("all-reduce", groups("MP(5)-DP(2)-PP(2)", "MP"), 2e6, deps=[a], chunks=5, priority=1)
+        sim.collective("io-reduce", [[0, 1, 2, 3], [4, 5, 6, 7]], 1e6, deps=[r], chunks=7)
+        sim.collective("all-gather", list(range(10)), 1e6, deps=[d], chunks=3)
+        return sim
+
+    new = build().arrays()
+    monkeypatch.setattr(api, "run_plan", phase_by_phase)
+    old = build().arrays()
+    for f in ("kind", "duration", "nbytes", "path", "priority", "label_of", "pred", "succ"):
+        assert np.array_equal(getattr(new, f), getattr(old, f)), f
+    assert phases.run_plan is not phase_by_phase
