@@ -3,7 +3,7 @@
 A task (``TaskId``, an int) is a fixed wait (``DELAY``: compute, a join) or a *flow*
 (``FLOW``: ``nbytes`` over one path of the topology -- a route, a multicast tree, a reduction
 tree or an in-switch All-Reduce tree). Tasks live in flat growable numpy arrays
-(:mod:`fred.model.network.taskarrays`; a 1,024-NPU ring All-Reduce is ~2 million flows); paths are numbered and cached by their end points, so
+(:mod:`fred.model.network.taskarrays`; a 1,024-NPU ring All-Reduce is ~2 million flows); paths (:mod:`fred.model.network.paths`) are numbered and cached by their end points, so
 repeated flows share one entry. :class:`TaskGraph` is what collective expansion
 (:mod:`fred.model.collectives.api`) builds on; :class:`fred.model.collectives.flowsim.Sim` adds collectives and
 ``run()``, and :meth:`TaskGraph.arrays` is what the event engine (:mod:`fred.model.network.engine`) reads.
@@ -18,6 +18,7 @@ import numpy as np
 from fred import FredError
 
 from .graph import Topology
+from .paths import MAX_PATH_LINKS, PathTable
 from .taskarrays import Block, Grow, TaskArrays
 from fred.model.system import SwitchTiming
 from .topology import resolve
@@ -33,19 +34,6 @@ DELAY, FLOW = 0, 1
 #: (a 2,048-NPU ring All-Reduce is 8.4 M flows, 1.4 GB); beyond it a run is refused as it is
 #: built, before memory runs out
 MAX_TASKS = 10_000_000
-#: most links the distinct routes of one simulation hold together (~110 bytes each: a 512-NPU
-#: ring all-to-all is 262,144 routes of 128 links on average, 3.8 GB)
-MAX_PATH_LINKS = 10_000_000
-
-
-#: path data (links, sources, destinations, latency, cap) by (topology fingerprint, timing), then
-#: by path key: routed once per process, numbered per graph (:meth:`TaskGraph._path_memo`); the
-#: oldest topology's dropped first beyond _PATH_MEMO_TOPOLOGIES
-_PATH_MEMO: dict = {}
-_PATH_MEMO_TOPOLOGIES = 16
-
-#: topologies up to this many nodes look unicast paths up in a dense pair table (8 MB at most)
-_PAIR_TABLE_NODES = 1024
 
 
 def _too_many_tasks():
@@ -75,7 +63,7 @@ def check_duration(duration_s) -> float:
     return d
 
 
-class TaskGraph:
+class TaskGraph(PathTable):
     """Tasks and dependencies on a :class:`fred.model.network.graph.Topology` (or a fabric name or YAML
     path, see :func:`fred.model.network.topology.resolve`).
 
@@ -98,16 +86,8 @@ class TaskGraph:
         self._succ = Grow(np.int64)
         self._labels: list[str] = []
         self._label_idx: dict[str, int] = {}
-        # path table, by path id: links, sources, destinations, latency, per-flow rate cap
-        self._p_links: list[np.ndarray] = []
-        self._p_srcs: list[np.ndarray] = []
-        self._p_dsts: list[np.ndarray] = []
-        self._p_lat: list[float] = []
-        self._p_cap: list[float] = []
-        self._p_cache: dict = {}
+        self._init_paths()
         self._spans: list[tuple[int, int]] = []  # (begin task, join task) of collectives
-        self._pair_pid = None                     # unicast path id by src x nodes + dst (-1: none yet)
-        self._memo = None                         # the shared path data of this topology (_path_memo)
         #: plans of the collectives expanded so far, by (op, group, algorithm, root, io): a
         #: collective repeated on the same group reuses its plan (:mod:`fred.model.collectives.api`)
         self.plan_cache: dict = {}
@@ -169,6 +149,11 @@ class TaskGraph:
                 raise ValueError(f"dependency {d!r} is not a task of this simulation (0..{n - 1})")
             out.append(v)
         return out
+
+    def _check_room(self, k: int) -> None:
+        """Refuse, before any work, ``k`` more tasks beyond :data:`MAX_TASKS`."""
+        if self._kind.n + k > MAX_TASKS:
+            raise _too_many_tasks()
 
     def _new(self, kind, dur, nbytes, path, label_id, k=1):
         first = self._kind.n
@@ -270,172 +255,6 @@ class TaskGraph:
         """``k`` fixed waits of ``dur`` seconds (0: joins); their TaskIds."""
         first = self._new(DELAY, dur, 0.0, -1, label_id, k=k)
         return np.arange(first, first + k, dtype=np.int64)
-
-    # ---- paths -----------------------------------------------------------------------------
-    def _path_memo(self) -> dict:
-        """Path data by path key, shared by every graph on an equal topology with equal timing
-        (routes, latencies and caps depend on nothing else): a path first met in this graph is
-        numbered here as always, its routing done once per process (:data:`_PATH_MEMO`)."""
-        memo = self._memo
-        if memo is None:
-            try:
-                key = (self.topo.fingerprint(), self.timing)
-                memo = _PATH_MEMO.get(key)
-                if memo is None:
-                    memo = _PATH_MEMO[key] = {}
-                    while len(_PATH_MEMO) > _PATH_MEMO_TOPOLOGIES:
-                        _PATH_MEMO.pop(next(iter(_PATH_MEMO)))
-            except TypeError:                       # a timing that cannot be a key: this graph's own
-                memo = {}
-            self._memo = memo
-        return memo
-
-    def _known_path(self, key):
-        """The id of the path ``key``, added from the shared data if this graph has not met it
-        yet; None if no graph has (the caller routes it and calls :meth:`_add_path`)."""
-        d = self._path_memo().get(key)
-        return None if d is None else self._add_path_data(key, d)
-
-    def _add_path(self, key, links, srcs, lat, cap=np.inf, dsts=()):
-        links = np.asarray(sorted(set(links)), dtype=np.int64)
-        d = (links, np.asarray(srcs, dtype=np.int64), np.asarray(dsts, dtype=np.int64), float(lat), float(cap))
-        for a in d[:3]:
-            a.flags.writeable = False               # shared by the graphs of this topology
-        self._path_memo()[key] = d
-        return self._add_path_data(key, d)
-
-    def _add_path_data(self, key, d):
-        pid = len(self._p_lat)
-        self._p_links.append(d[0])
-        self._path_links = getattr(self, "_path_links", 0) + d[0].size
-        if self._path_links > MAX_PATH_LINKS:
-            raise FredError(f"this simulation's routes hold more than {MAX_PATH_LINKS:,} links, more than fit in "
-                            f"memory (an all-to-all over many NPUs of a ring?); use fewer NPUs or a topology "
-                            f"with shorter routes")
-        self._p_srcs.append(d[1])
-        self._p_dsts.append(d[2])
-        self._p_lat.append(d[3])
-        self._p_cap.append(d[4])
-        self._p_cache[key] = pid
-        return pid
-
-    def path_links(self, pid: int) -> np.ndarray:
-        """The link ids of path ``pid`` (sorted, each once)."""
-        return self._p_links[pid]
-
-    def path_latency(self, pid: int) -> float:
-        """Seconds path ``pid`` adds after its last byte (its slowest source-destination route)."""
-        return self._p_lat[pid]
-
-    def _lat(self, src, dst, order=None) -> float:
-        return self.topo.path_latency(src, dst, self.timing, order)
-
-    def _tree_cap(self, links) -> float:
-        """In-switch collective cap: link bandwidth x beats/cycle/port on links touching a switch."""
-        b = self.timing.beats_per_cycle_per_port
-        if b >= 1.0 or not links:
-            return np.inf
-        t = self.topo
-        sw = t.is_switch
-        ls = [l for l in links if sw[t.link_src[l]] or sw[t.link_dst[l]]]
-        if not ls:
-            return np.inf
-        return float(b * t.link_bw[ls].min() * self._eff)
-
-    def path_unicast(self, src, dst) -> int:
-        key = ("u", src, dst)
-        pid = self._p_cache.get(key)
-        if pid is None:
-            pid = self._known_path(key)
-        if pid is None:
-            pid = self._add_path(key, self.topo.path(src, dst), [src], self._lat(src, dst), dsts=[dst])
-        return pid
-
-    def paths_unicast(self, srcs, dsts) -> np.ndarray:
-        srcs = np.asarray(srcs, dtype=np.int64).ravel()
-        dsts = np.asarray(dsts, dtype=np.int64).ravel()
-        if self._kind.n + srcs.size > MAX_TASKS:  # each pair becomes a flow: refuse before routing
-            raise _too_many_tasks()
-        if srcs.size == 0:
-            return np.zeros(0, dtype=np.int64)
-        # each distinct pair once, in the order of first appearance (new paths get their ids
-        # in that order, as if the pairs were looked up one by one); pairs seen before come from
-        # a table indexed by src x nodes + dst (a dict on very large topologies)
-        n = self.topo.num_nodes
-        key = srcs * n + dsts
-        inside = min(srcs.min(), dsts.min()) >= 0 and max(srcs.max(), dsts.max()) < n
-        if n <= _PAIR_TABLE_NODES and inside:       # (a node outside: the lookup one by one refuses it)
-            if self._pair_pid is None or self._pair_pid.size != n * n:
-                self._pair_pid = np.full(n * n, -1, dtype=np.int64)
-            table = self._pair_pid
-            pids = table[key]
-            miss = pids < 0
-            if miss.any():
-                mk = key[miss]
-                _, first = np.unique(mk, return_index=True)
-                for k in mk[np.sort(first)].tolist():
-                    table[k] = self.path_unicast(k // n, k % n)
-                pids = table[key]
-            return pids
-        uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")
-        pids = np.empty(uniq.size, dtype=np.int64)
-        for j, s, d in zip(order.tolist(), srcs[first[order]].tolist(), dsts[first[order]].tolist()):
-            pids[j] = self.path_unicast(s, d)
-        return pids[inv.ravel()]
-
-    def path_multicast(self, src, dsts, order=None) -> int:
-        """Path id of the multicast tree from ``src`` (union of its routes; ``order``: grid
-        dimension order of those routes)."""
-        dsts = tuple(sorted(set(int(d) for d in dsts) - {int(src)}))
-        key = ("m", src, dsts, order)
-        pid = self._p_cache.get(key)
-        if pid is None:
-            pid = self._known_path(key)
-        if pid is None:
-            links = set()
-            for d in dsts:
-                links.update(self.topo.path(src, d, order))
-            lat = max((self._lat(src, d, order) for d in dsts), default=0.0)
-            pid = self._add_path(key, links, [src], lat, self._tree_cap(links), dsts)
-        return pid
-
-    def path_reduce(self, srcs, dst, order=None) -> int:
-        """Path id of the reduction tree into ``dst`` (union of the sources' routes)."""
-        srcs = tuple(sorted(set(int(s) for s in srcs)))
-        key = ("r", srcs, dst, order)
-        pid = self._p_cache.get(key)
-        if pid is None:
-            pid = self._known_path(key)
-        if pid is None:
-            links = set()
-            for s in srcs:
-                if s != dst:
-                    links.update(self.topo.path(s, dst, order))
-            lat = max((self._lat(s, dst, order) for s in srcs if s != dst), default=0.0)
-            pid = self._add_path(key, links, srcs, lat, self._tree_cap(links), [dst])
-        return pid
-
-    def path_allreduce(self, members, root) -> int:
-        """One in-switch All-Reduce flow: reduce every member into switch ``root``, multicast back."""
-        members = tuple(sorted(set(int(m) for m in members)))
-        key = ("a", members, root)
-        pid = self._p_cache.get(key)
-        if pid is None:
-            pid = self._known_path(key)
-        if pid is None:
-            links = set()
-            up = down = 0.0
-            for m in members:
-                links.update(self.topo.path(m, root))
-                links.update(self.topo.path(root, m))
-                up = max(up, self._lat(m, root))
-                down = max(down, self._lat(root, m))
-            # a switch-rooted flow is a phase of its own: the switch first loads its configuration
-            in_switch = self.topo.kinds[root] == "switch"
-            lat = up + down + (self._sw_lat + self.timing.phase_switch_s if in_switch else 0.0)
-            pid = self._add_path(key, links, members, lat, self._tree_cap(links), members)
-        return pid
 
     # ---- public task API -------------------------------------------------------------------
     def delay(self, duration_s: float, deps=(), label: str = "") -> TaskId:

@@ -146,7 +146,7 @@ def test_a_recorded_schedule_builds_the_graph_its_calls_make_one_by_one(fabric):
     """A tape's graph (repeated collectives and delays appended in batches, paths from the
     process-wide path data) is the graph the same calls made one by one on a Sim give: the same
     tasks, edges, labels, spans and paths, in the same order."""
-    from fred.model.network import taskgraph
+    from fred.model.network import paths
     from fred.model.network.topology import build_fabric
     from fred.model.schedule import tape as T
 
@@ -155,7 +155,7 @@ def test_a_recorded_schedule_builds_the_graph_its_calls_make_one_by_one(fabric):
     _workload(rec, 3)
     _workload(rec, 4)                       # again: every collective a repeat
     built = T._Built(rec, topo)             # path data from the memo (the topology seen before)
-    taskgraph._PATH_MEMO.clear()
+    paths._PATH_MEMO.clear()
     sim, real, dur = Sim(topo), [], iter(rec.durations)
     for c in rec.calls:
         if c[0] == "d":
