@@ -89,7 +89,7 @@ def _can_fork() -> bool:
 
 
 def default_workers() -> int:
-    """Worker processes of the default LocalCluster: the cores this process may use."""
+    """Worker processes of the default local pool: the cores this process may use."""
     try:
         return len(os.sched_getaffinity(0)) or 1
     except (AttributeError, OSError):
@@ -252,6 +252,7 @@ class JobRunner:
         warm()                      # the compiled engine loaded once, here: every worker inherits it
         self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
                                         initializer=_worker_init)
+        self.pool.submit(int).result()     # the first task forks every worker: now, before any other thread
 
     def _map_pool(self, fn, jobs, label, bar):
         from concurrent.futures import as_completed
