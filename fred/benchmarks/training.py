@@ -74,19 +74,10 @@ def _row(name, m) -> str:
 
 def write_block(block: str, rows: list[str]) -> None:
     """Rewrite the ``speed-BLOCK`` block of docs/training.md with ``rows`` (a markdown table)."""
-    begin, end = f"<!-- speed-{block}:begin -->", f"<!-- speed-{block}:end -->"
-    if not DOC.is_file():
-        return
-    doc = DOC.read_text()
-    if begin not in doc or end not in doc:
-        return
-    from fred.contract.outputs import write_atomic
+    from .docblock import rewrite_block
 
-    head, rest = doc.split(begin, 1)
-    _, tail = rest.split(end, 1)
     table = ["| what | command | target (CPU) | CPU | wall | load average |", "|---|---|---|---|---|---|"] + rows
-    write_atomic(DOC, head + begin + "\n" + "\n".join(table) + "\n" + end + tail)
-    print(f"(rewrote the {begin} block of {os.path.relpath(DOC, ROOT)})")
+    rewrite_block(DOC, f"<!-- speed-{block}:begin -->", f"<!-- speed-{block}:end -->", "\n".join(table))
 
 
 def compile_bytecode() -> None:
