@@ -48,7 +48,8 @@ def warm() -> None:
     g = TaskGraph(single_switch(3, 1e9))
     g.transfer(0, 1, 1e6)                       # two flows share a link: a max-min solve
     g.transfer(2, 1, 1e6, priority=1)
-    run(g)
+    run(g)                                      # the loop, the solve, the memory's insert
+    K_.rehash(np.full(4, -1, dtype=np.int64), np.zeros(1, dtype=np.int64), 1)   # (when the memory grows)
 
 
 def _gather(ptr, flat, ids):
