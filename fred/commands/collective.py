@@ -83,6 +83,32 @@ A2A_HELP = ("how the FRED switch routes an all-to-all, whose measured throughput
             "line rate)")
 
 
+def check_a2a_applies(method, workloads, fabrics, strategy=None) -> None:
+    """``--all-to-all-method`` given to a training or inference command is refused, naming why,
+    when nothing it runs has an all-to-all on a FRED switch: no FRED fabric among ``fabrics``,
+    no mixture-of-experts model among ``workloads``, or a ``strategy`` without expert parallelism
+    (``EP(1)``: the experts stay with their NPU, no dispatch or combine crosses the wafer)."""
+    from .options import refuse_unused
+
+    if method is None:
+        return
+    if not any(str(f).startswith("fred-") for f in fabrics):
+        refuse_unused("--all-to-all-method", method, "only applies with a FRED fabric (fred-a..fred-d), not "
+                      + ", ".join(map(str, fabrics)))
+    from fred.model.workload import load_workload
+
+    if not any(load_workload(w).is_moe for w in workloads):
+        names = ", ".join(str(getattr(w, "name", w)) for w in workloads)
+        refuse_unused("--all-to-all-method", method, f"only applies to a mixture-of-experts model (its expert "
+                      f"all-to-alls), not {names}")
+    if strategy is not None:
+        from fred.model.collectives import expert_parallel
+
+        if expert_parallel(strategy) == 1:
+            refuse_unused("--all-to-all-method", method, f"only applies with expert parallelism EP(e > 1) in "
+                          f"--strategy, not {strategy}")
+
+
 def apply_a2a_method(timing, method):
     """``timing`` (None: the embedded default's) with the all-to-all figures of ``method``
     (None: unchanged); ValueError naming the option when the timing has no such figures."""

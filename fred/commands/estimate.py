@@ -474,6 +474,9 @@ def run(args):
     check_microbatches(workloads, args.microbatches, args.samples)
     check_mode_options(workloads, args.mode, args.granularity, args.stream_steps)
     fabrics = resolve_fabrics(args.fabric)
+    from .collective import check_a2a_applies
+
+    check_a2a_applies(args.a2a_method, workloads, fabrics, args.strategy)
     kw = dict(params=params, npu=npu, microbatches=args.microbatches, samples_per_replica=args.samples, mode=args.mode)
     kw.update(gran)
     steps = len(workloads) * len(set(fabrics) | {"mesh"})

@@ -141,6 +141,9 @@ def run(args):
     check_strategy(args.strategy, params)
     workloads = list(args.workload or [DEFAULT_WORKLOAD])
     fabrics = resolve_fabrics(args.fabric)
+    from .collective import check_a2a_applies
+
+    check_a2a_applies(args.a2a_method, workloads, fabrics, args.strategy)
     sizes = dict(batch=args.batch, prompt_tokens=args.prompt_tokens, output_tokens=args.output_tokens)
     for wn in workloads:   # every refusal (kind, context window, HBM) before any simulation
         plan(wn, args.strategy, params=params, npu=npu, **sizes)

@@ -228,6 +228,11 @@ def run(args):
     for s in samples:
         check_microbatches(resolve_workloads(args.workload), args.microbatches, s)
     check_mode_options(resolve_workloads(args.workload), args.mode, args.granularity, args.stream_steps)
+    from fred.model.training import resolve_fabrics
+
+    from .collective import check_a2a_applies
+
+    check_a2a_applies(getattr(args, "a2a_method", None), resolve_workloads(args.workload), resolve_fabrics(args.fabric))
     opts = dict(gran)
     if args.microbatches is not None:
         opts["microbatches"] = args.microbatches

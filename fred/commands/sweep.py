@@ -248,6 +248,11 @@ def run(args):
         check_output_path("--plot", args.plot, suffixes=PLOT_SUFFIXES)
     params, npu, gran = hardware_from_args(args)
     check_mode_options([args.workload], args.mode, args.granularity, args.stream_steps)
+    from fred.model.training import resolve_fabrics
+
+    from .collective import check_a2a_applies
+
+    check_a2a_applies(getattr(args, "a2a_method", None), [args.workload], resolve_fabrics(args.fabric or ("mesh", "fred-d")))
     with runner_from_args(args) as runner:
         res = sweep(args.workload, args.fabric or ("mesh", "fred-d"), args.rule, params=params, npu=npu,
                     mode=args.mode, sim_options=gran, map_fn=runner.map)

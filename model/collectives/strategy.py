@@ -82,7 +82,8 @@ def parse_strategy(text, npus: int | None = None) -> tuple[int, int, int]:
             seen[dim] = n
         abc = (seen.get("mp", 1), seen.get("ep", 1) * seen.get("dp", 1), seen.get("pp", 1))
     if npus is not None and abc[0] * abc[1] * abc[2] != npus:
-        raise ValueError(f"strategy {format_strategy(abc)} uses {abc[0] * abc[1] * abc[2]} NPUs, not {npus}")
+        ep = seen.get("ep", 1) if isinstance(text, str) else 1
+        raise ValueError(f"strategy {format_strategy(abc, ep)} uses {abc[0] * abc[1] * abc[2]} NPUs, not {npus}")
     return abc
 
 
