@@ -38,9 +38,21 @@ from fred.contract.packet import DEFAULT_PHASE, HEADER_BITS, MAGIC, VC_CTRL
 from .buffers import link_layout
 
 __all__ = ["TableLayout", "default_capacity", "PhaseTable", "OutputPort", "make_header",
-           "TABLE_BUDGET_BYTES"]
+           "TABLE_BUDGET_BYTES", "round_queue_for", "MAX_ROUND_QUEUE"]
 
 TABLE_BUDGET_BYTES = 1536
+#: the most rounds an output port holds at once (sent + queued)
+MAX_ROUND_QUEUE = 16
+
+
+def round_queue_for(fabric_latency: int, max_len: int) -> int:
+    """Rounds an output must hold at once (the one it sends + the queued ones) so that rounds of
+    ``1 + max_len`` flits follow back to back: a round occupies its outputs from its start to its
+    last flit, ``fabric_latency + max_len + 1`` cycles, and a new one may start every
+    ``max_len + 1`` cycles, so ``ceil((fabric_latency + max_len + 1) / (max_len + 1))`` rounds
+    are in flight (at least 2: the output always queues one behind the one it sends)."""
+    n = -(-(int(fabric_latency) + max_len + 1) // (max_len + 1))
+    return max(2, min(MAX_ROUND_QUEUE, n))
 
 
 def default_capacity(ports: int, config_width: int, budget_bytes: int = TABLE_BUDGET_BYTES) -> int:
@@ -190,8 +202,11 @@ class OutputPort(wiring.Component):
     ``start_vc``, then forwards exactly ``start_len`` data flits from ``fd`` (the fabric
     output), ``last`` on the final one. A ``start`` while a round is in progress (allowed while
     ``can_queue``) queues the next round, which follows the current one back to back (same
-    phase: the fabric may already hold its data). ``idle`` = no round in progress or queued.
-    ``avail[v]`` = credits not yet promised to the current and queued rounds; the scheduler
+    phase: the fabric may already hold its data). ``rounds`` = the rounds the port holds at
+    once: the one it sends and ``rounds - 1`` queued behind it (in the order started; the
+    switch sizes it with :func:`round_queue_for`); ``can_queue`` = a queue slot is free.
+    ``idle`` = no round in progress or queued. ``avail[v]`` = credits not yet promised to the
+    current and queued rounds (each queued round reserves its ``len + 1``); the scheduler
     starts a round only when ``avail[vc] >= start_len + 1``.
 
     Control packets (header-only) are queued with ``ctrl_push``/``ctrl_word`` while
@@ -203,7 +218,10 @@ class OutputPort(wiring.Component):
     """
 
     def __init__(self, flit_bits: int, init, credit_in_bits: int, ctrl_queue: int = 2,
-                 hdr_bits: int = HEADER_BITS):
+                 hdr_bits: int = HEADER_BITS, rounds: int = 2):
+        if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= MAX_ROUND_QUEUE:
+            raise ValueError(f"output round queue {rounds!r} must be 1..{MAX_ROUND_QUEUE} rounds")
+        self.rounds = rounds
         self.flit_bits = flit_bits
         self.hdr_bits = hdr_bits
         self.init = tuple(int(x) for x in init)
@@ -235,16 +253,22 @@ class OutputPort(wiring.Component):
         hdr = Signal(self.hdr_bits)
         vcr = Signal(2)
         lock = Signal(2)       # 0 none, 1 ctrl offered and waiting, 2 header offered and waiting
-        p_valid = Signal()     # a queued next round (same phase, started while this one runs)
-        p_hdr = Signal(self.hdr_bits)
-        p_len = Signal(8)
-        p_vc = Signal(2)
-        m.d.comb += [self.idle.eq((state == IDLE) & ~p_valid), self.can_queue.eq(~p_valid)]
+        # the queued rounds (started while one runs), oldest first: a shift register
+        nq = self.rounds - 1
+        q_v = [Signal(name=f"q_valid{i}") for i in range(nq)]
+        q_hdr = [Signal(self.hdr_bits, name=f"q_hdr{i}") for i in range(nq)]
+        q_len = [Signal(8, name=f"q_len{i}") for i in range(nq)]
+        q_vc = [Signal(2, name=f"q_vc{i}") for i in range(nq)]
+        head_v = q_v[0] if nq else Const(0, 1)
+        m.d.comb += [self.idle.eq((state == IDLE) & ~head_v),
+                     self.can_queue.eq(~q_v[-1] if nq else 0)]
         owed_cur = Signal(9)
         m.d.comb += owed_cur.eq(Mux(state == HDR, rem + 1, Mux(state == DATA, rem, 0)))
         for v in range(4):
-            m.d.comb += self.avail[v].eq(cred[v] - Mux(vcr == v, owed_cur, 0)
-                                         - Mux(p_valid & (p_vc == v), p_len + 1, 0))
+            owed = Mux(vcr == v, owed_cur, 0)
+            for i in range(nq):
+                owed = owed + Mux(q_v[i] & (q_vc[i] == v), q_len[i] + 1, 0)
+            m.d.comb += self.avail[v].eq(cred[v] - owed)
 
         boundary = state != DATA
         ctrl_ok = cq.r_rdy & (cred[VC_CTRL] != 0)
@@ -282,19 +306,38 @@ class OutputPort(wiring.Component):
             with m.Else():
                 m.d.comb += [sent.bit_select(vcr, 1).eq(1), finishing.eq(rem == 1)]
                 m.d.sync += rem.eq(rem - 1)
+        shift = Signal()       # the current round ends and the oldest queued one takes over
+        m.d.comb += shift.eq(finishing & head_v)
         with m.If(finishing):
-            with m.If(p_valid):
-                m.d.sync += [state.eq(HDR), hdr.eq(p_hdr), rem.eq(p_len), vcr.eq(p_vc),
-                             p_valid.eq(0)]
-            with m.Else():
+            if nq:
+                with m.If(head_v):
+                    m.d.sync += [state.eq(HDR), hdr.eq(q_hdr[0]), rem.eq(q_len[0]),
+                                 vcr.eq(q_vc[0])]
+                with m.Else():
+                    m.d.sync += state.eq(IDLE)
+            else:
                 m.d.sync += state.eq(IDLE)
-        with m.If(self.start):
-            with m.If((state == IDLE) | (finishing & ~p_valid)):
-                m.d.sync += [state.eq(HDR), hdr.eq(self.start_hdr), rem.eq(self.start_len),
-                             vcr.eq(self.start_vc)]
-            with m.Else():
-                m.d.sync += [p_valid.eq(1), p_hdr.eq(self.start_hdr), p_len.eq(self.start_len),
-                             p_vc.eq(self.start_vc)]
+        direct = Signal()      # a start with nothing left in flight: it becomes the current round
+        m.d.comb += direct.eq(self.start & ((state == IDLE) | (finishing & ~head_v)))
+        with m.If(direct):
+            m.d.sync += [state.eq(HDR), hdr.eq(self.start_hdr), rem.eq(self.start_len),
+                         vcr.eq(self.start_vc)]
+        push = self.start & ~direct
+        for i in range(nq):
+            # slot i after the shift, then the start appended at the first free slot
+            sv = (q_v[i + 1] if i + 1 < nq else Const(0, 1))
+            s_v = Mux(shift, sv, q_v[i])
+            prev_v = Mux(shift, q_v[i], q_v[i - 1]) if i else Const(1, 1)
+            here = push & ~s_v & prev_v
+            with m.If(here):
+                m.d.sync += [q_v[i].eq(1), q_hdr[i].eq(self.start_hdr), q_len[i].eq(self.start_len),
+                             q_vc[i].eq(self.start_vc)]
+            with m.Elif(shift):
+                if i + 1 < nq:
+                    m.d.sync += [q_v[i].eq(q_v[i + 1]), q_hdr[i].eq(q_hdr[i + 1]),
+                                 q_len[i].eq(q_len[i + 1]), q_vc[i].eq(q_vc[i + 1])]
+                else:
+                    m.d.sync += q_v[i].eq(0)
         for v in range(4):
             m.d.sync += cred[v].eq(cred[v] + self.credit_i[v] - sent[v])
         return m

@@ -13,10 +13,10 @@ Which round: an input port streams the newest round it takes part in, and no new
 start before it has fed it, so a truncation at input ``p`` hits, at every output ``q`` that ``p``
 feeds in that round, ``q``'s newest round (only those: another flow of the phase, or another
 pair of an online round started in the same cycle, is left alone). Each output keeps its current
-and its queued round (an
-:class:`~fred.hdl.switch.control.OutputPort` holds at most one queued round), each with a poison
-bit; a round is pushed at ``OutputPort.start`` and popped when the output sends the last flit of
-a data packet. ``poisoned`` counts the flits sent poisoned.
+round and the rounds queued behind it (as many as its
+:class:`~fred.hdl.switch.control.OutputPort` holds, ``rounds``), each with a poison bit; a round is
+pushed at ``OutputPort.start`` and popped when the output sends the last flit of a data
+packet. ``poisoned`` counts the flits sent poisoned.
 """
 
 from __future__ import annotations
@@ -49,13 +49,14 @@ def poison_rounds(m, sw, seen, outs, txs, round_src):
             hit[q] = hit[q] | (seen[p].trunc & now_outs[q])
     sent = []
     for q in range(P):
-        sent.append(_output(m, q, outs[q], txs[q], hit[q]))
+        sent.append(_output(m, q, outs[q], txs[q], hit[q], sw.round_queue))
     m.d.sync += sw.poisoned.eq(sw.poisoned + sum(sent))
 
 
-def _output(m, q, out, tx, hit):
-    """Output ``q``'s two rounds (current, queued) with their poison bits; returns the pulse
-    "a poisoned flit left"."""
+def _output(m, q, out, tx, hit, n):
+    """Output ``q``'s ``n`` rounds (the one it sends, then the queued ones, oldest first: as many
+    as the output port holds) with a poison bit each; returns the pulse "a poisoned flit
+    left"."""
     o = out.o
     in_pkt = Signal(name=f"pz_in_pkt{q}")
     vcr = Signal(2, name=f"pz_vc{q}")
@@ -65,17 +66,21 @@ def _output(m, q, out, tx, hit):
         m.d.sync += [in_pkt.eq(~o.payload.last), vcr.eq(vc)]
     data_last = Signal(name=f"pz_data_last{q}")        # the last flit of a data packet is offered
     m.d.comb += data_last.eq(o.valid & o.payload.last & (vc != VC_CTRL))
-    cur_v, cur_z = Signal(name=f"pz_cur{q}"), Signal(name=f"pz_cur_bad{q}")
-    nxt_v, nxt_z = Signal(name=f"pz_next{q}"), Signal(name=f"pz_next_bad{q}")
-    m.d.comb += tx.poison.eq(data_last & cur_z)
+    rv = [Signal(name=f"pz_round{q}_{i}") for i in range(n)]       # slot i holds a round
+    rz = [Signal(name=f"pz_round_bad{q}_{i}") for i in range(n)]   # ... and it is poisoned
+    m.d.comb += tx.poison.eq(data_last & rz[0])
     pop = data_last & o.ready
-    c_v, c_z = Mux(pop, nxt_v, cur_v), Mux(pop, nxt_z, cur_z)     # after the pop
-    n_v, n_z = Mux(pop, 0, nxt_v), Mux(pop, 0, nxt_z)
+    # after the pop: slot i holds what slot i + 1 held
+    sv = [Mux(pop, rv[i + 1], rv[i]) if i + 1 < n else Mux(pop, 0, rv[i]) for i in range(n)]
+    sz = [Mux(pop, rz[i + 1], rz[i]) if i + 1 < n else Mux(pop, 0, rz[i]) for i in range(n)]
     push = out.start
-    with m.If(push & ~c_v):
-        m.d.sync += [cur_v.eq(1), cur_z.eq(hit), nxt_v.eq(0), nxt_z.eq(0)]
-    with m.Elif(push):
-        m.d.sync += [cur_v.eq(c_v), cur_z.eq(c_z), nxt_v.eq(1), nxt_z.eq(hit)]
-    with m.Else():
-        m.d.sync += [cur_v.eq(c_v), cur_z.eq(c_z | (hit & ~n_v)), nxt_v.eq(n_v), nxt_z.eq(n_z | (hit & n_v))]
-    return pop & cur_z
+    for i in range(n):
+        first_free = ~sv[i] & (sv[i - 1] if i else Const(1, 1))
+        newest = sv[i] & (~sv[i + 1] if i + 1 < n else Const(1, 1))
+        with m.If(push & first_free):                  # the round starting now: hit is its own
+            m.d.sync += [rv[i].eq(1), rz[i].eq(hit)]
+        with m.Elif(push):
+            m.d.sync += [rv[i].eq(sv[i]), rz[i].eq(sz[i])]
+        with m.Else():                                 # no start: hit is the newest round's
+            m.d.sync += [rv[i].eq(sv[i]), rz[i].eq(sz[i] | (hit & newest))]
+    return pop & rz[0]

@@ -85,7 +85,7 @@ from fred.hdl.routing import route
 from fred.hdl.netlist import check_params
 from .buffers import InputPort, header_bits, link_layout
 from .control import (OutputPort, PhaseTable, TableLayout, TABLE_BUDGET_BYTES,
-                             default_capacity)
+                             MAX_ROUND_QUEUE, default_capacity, round_queue_for)
 from .ideal import IdealFabric, ideal_config_bits
 from .online import check_online_middle
 from .rounds import ControlUnit
@@ -135,6 +135,10 @@ class Switch(wiring.Component):
         buffers, at least 8, i.e. receive windows up to 127 flits)
     probe_idle : idle cycles after which an output link probes a VC that sent flits
         (:class:`~fred.hdl.switch.linkcheck.LinkTx`; 0 = never)
+    round_queue : rounds each output holds at once, the one it sends and those queued behind
+        it (default :func:`~fred.hdl.switch.control.round_queue_for` the fabric's latency and
+        ``max_len``: enough for rounds of one phase to follow back to back; 2 on FRED_3(4),
+        4 on FRED_3(12) with 1 + 8-flit packets)
     """
 
     def __init__(self, ports: int, middle: int = 3, lanes: int = 4, dtype="fp16", *,
@@ -142,7 +146,8 @@ class Switch(wiring.Component):
                  max_len: int = PAPER_MAX_LEN, out_credits=None, table_entries=None,
                  table_bytes: int = TABLE_BUDGET_BYTES, fabric: str = "fred",
                  config_settle: int = 1, counter_bits: int = 16, online=None, fault=None,
-                 fseq_bits=None, probe_idle: int = 256, _shared=None, _hier=False):
+                 fseq_bits=None, probe_idle: int = 256, round_queue=None, _shared=None,
+                 _hier=False):
         with rejecting(self):
             ports, middle, lanes, data_depth, ctrl_depth, max_len, table_entries, config_settle, counter_bits = \
                 self._check(ports, middle, lanes, dtype, data_depth, ctrl_depth, max_len,
@@ -164,6 +169,11 @@ class Switch(wiring.Component):
         self.fabric = self._make_fabric()
         self.config_width = len(self.fabric.cfg)
         self.fabric_latency = getattr(self.fabric, "latency", None)
+        with rejecting(self):
+            if round_queue is None:
+                round_queue = round_queue_for(self.fabric_latency or 0, max_len)
+            round_queue = check_int("round_queue", round_queue, 1, MAX_ROUND_QUEUE)
+        self.round_queue = round_queue
         cap = table_entries if table_entries is not None else \
             default_capacity(ports, self.config_width, table_bytes)
         self.layout = TableLayout(ports, self.config_width, cap)
@@ -280,7 +290,7 @@ class Switch(wiring.Component):
                 "fabric_latency": self.fabric_latency, "config_settle": self.config_settle,
                 "credit_bits": self.credit_bits, "online": self.online,
                 "forwarding": "cut-through", "fseq_bits": self.fseq_bits,
-                "probe_idle": self.probe_idle}
+                "probe_idle": self.probe_idle, "round_queue": self.round_queue}
 
     # -- RTL -----------------------------------------------------------------------------------
     def elaborate(self, platform):
@@ -306,8 +316,9 @@ class Switch(wiring.Component):
         m.submodules.fabric = fab = self.fabric
         m.submodules.table = tab = PhaseTable(self.layout, 4, self.counter_bits)
         outs = [self._port(m, f"out{q}", OutputPort(self.flit_bits, self.out_credits, self.credit_bits,
-                                                    hdr_bits=self.hdr_bits),
-                           "out_c" + "_".join(map(str, self.out_credits)) + f"_b{self.credit_bits}")
+                                                    hdr_bits=self.hdr_bits, rounds=self.round_queue),
+                           "out_c" + "_".join(map(str, self.out_credits)) + f"_b{self.credit_bits}"
+                           + f"_q{self.round_queue}")
                 for q in range(self.P)]
         wiring.connect(m, wiring.flipped(self.cfg), tab.cfg)
         m.d.comb += self.cfg_rejects.eq(tab.rejects)
