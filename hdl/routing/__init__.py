@@ -4,7 +4,7 @@ The precompiled all-to-all (a traffic matrix -> permutation phases, :mod:`.all_t
 """
 
 from .all_to_all import (A2APhase, Schedule, bound_packets, check_matrix, compile_all_to_all,
-                         online_schedule, uniform_matrix, zipf_matrix)
+                         estimate_cycles, online_schedule, uniform_matrix, zipf_matrix)
 from .check import broadcast_cells, check_and_trees, trace
 from .compiler import routable, route, route_phases
 from .result import ReduceStep, RoutingResult
@@ -30,6 +30,7 @@ __all__ = [
     "check_matrix",
     "check_and_trees",
     "compile_all_to_all",
+    "estimate_cycles",
     "format_study",
     "online_schedule",
     "paper_placement",

@@ -19,15 +19,32 @@ covers the matrix with such phases, back to back:
   round, the schedule meets the busiest line's bound but for the switch's cost per phase.
   Each step empties at least one entry, so there are at most ``4 P^2`` phases.
 
+**Padded cyclic shifts.** The ``P - 1`` cyclic shifts again, each with ``rounds`` = the largest
+entry on it: a pair with fewer packets sends *filler* packets in the rounds it has no packet for
+(the last ones of the phase: its receiver drops the packets of that phase whose ``seq`` is at or
+beyond the pair's count, which both ends know from the schedule). Filler costs no time: a round
+occupies every output of its phase for ``1 + L`` cycles whatever the inputs send, and the rounds
+sum to ``sum over shifts of the largest entry``. With one popularity order for every source (MoE
+token routing, :func:`zipf_matrix`) the most popular output's pair is the largest entry on every
+shift, so that sum is the busiest output's packets: the bound, in ``P - 1`` phases (the schedule's
+``padding`` matrix counts the filler).
+
 **Table capacity.** A phase needs one phase-table entry for as long as packets of it may be at
-the switch. When the decomposition has more phases than ``capacity`` entries, the phases with the
-most rounds (where the per-phase cost matters least... and most packets go) keep their entries
+the switch. When a decomposition has more phases than ``capacity`` entries, phases whose pairs
+fit one partial permutation are merged first (the union, padded; rounds ``max`` of the two, or
+their sum when they share a pair), then the phases with the most packets keep their entries
 and the packets of the others are sent as default-index packets (index 255, routed online,
 docs/switch.md "Online routing"), after every table phase of their source: the schedule's
 ``online`` matrix. Entries are not reloaded during a run: a source that reached a later phase
 could present a packet under an index whose entry still routes an earlier phase, and the
 switch would route it there (a barrier between the sources and the table writes would be
 needed; the online tail needs none).
+
+**The choice.** :func:`compile_all_to_all` builds every candidate (cyclic shifts, exact or
+padded; Birkhoff-von Neumann, merged and cut to the table) and keeps the one with the fewest
+estimated cycles (:func:`estimate_cycles`: ``(1 + L)`` per round, :data:`PHASE_CHANGE_CYCLES`
+per phase, the online tail at :data:`ONLINE_FRACTION` of line rate on its busiest line); on a tie
+the one with less filler.
 
 Pure Python, no simulator import.
 """
@@ -40,7 +57,17 @@ from dataclasses import dataclass, field
 from fred.hdl.netlist import Flow, all_to_all
 
 __all__ = ["A2APhase", "Schedule", "compile_all_to_all", "online_schedule", "uniform_matrix", "zipf_matrix",
-           "check_matrix", "bound_packets"]
+           "check_matrix", "bound_packets", "estimate_cycles", "METHODS", "PHASE_CHANGE_CYCLES",
+           "ONLINE_FRACTION"]
+
+#: the compiler's candidate decompositions (``compile_all_to_all(method=...)`` forces one)
+METHODS = ("cyclic-shifts", "birkhoff-von-neumann")
+#: idle cycles at an output per phase change in the estimate: measured 6 on FRED_3(4) and
+#: FRED_3(12) (docs/switch.md, "All-to-all at line rate"; ``config_cycles_per_phase``)
+PHASE_CHANGE_CYCLES = 6
+#: the online router's rate on the busiest line of a skewed all-to-all in the estimate, as a
+#: fraction of line rate: measured 0.27 on FRED_3(12) (docs/switch.md, "All-to-all at line rate")
+ONLINE_FRACTION = 0.27
 
 
 @dataclass(frozen=True)
@@ -63,6 +90,9 @@ class Schedule:
     phases: list
     online: list = field(default_factory=list)
     method: str = ""
+    #: filler packets per pair (``padding[s][d]``): sent in the table phases beyond the pair's
+    #: own packets (each phase's last ones for that pair), dropped by the receiver
+    padding: list = field(default_factory=list)
 
     def table(self, vc: int) -> dict:
         """``{index: (vc, [Flow, ...])}`` for :meth:`fred.hdl.switch.top.Switch.cfg_words`."""
@@ -83,14 +113,30 @@ class Schedule:
             out[s].extend(tail)
         return out
 
-    def covered(self) -> list:
-        """The matrix this schedule moves (table phases + online)."""
+    def sent(self) -> list:
+        """The packets the sources send per pair, filler included (table phases + online)."""
         P = self.ports
         m = [list(r) for r in self.online] if self.online else [[0] * P for _ in range(P)]
         for ph in self.phases:
             for s, d in ph.pairs:
                 m[s][d] += ph.rounds
         return m
+
+    def covered(self) -> list:
+        """The matrix this schedule moves (table phases + online, filler excluded)."""
+        m = self.sent()
+        for s, row in enumerate(self.padding):
+            for d, x in enumerate(row):
+                m[s][d] -= x
+        return m
+
+    def filler(self) -> int:
+        """Filler packets in all."""
+        return sum(map(sum, self.padding)) if self.padding else 0
+
+    def rounds(self) -> int:
+        """Rounds of the table phases, back to back."""
+        return sum(ph.rounds for ph in self.phases)
 
 
 def check_matrix(matrix) -> list:
@@ -200,29 +246,108 @@ def _bvn(M):
     return phases
 
 
-def compile_all_to_all(matrix, capacity: int) -> Schedule:
-    """Phases (at most ``capacity`` table entries) and the online remainder for ``matrix``
-    (see the module docstring)."""
+def estimate_cycles(schedule, length: int = 8) -> float:
+    """Cycles the switch needs for ``schedule`` with packets of ``1 + length`` flits, estimated:
+    ``(1 + length)`` per round of the table phases (back to back), :data:`PHASE_CHANGE_CYCLES` per
+    phase, and the online packets of the busiest line at :data:`ONLINE_FRACTION` of line rate."""
+    P = schedule.ports
+    tail = bound_packets(schedule.online) if schedule.online else 0
+    return ((1 + length) * schedule.rounds() + PHASE_CHANGE_CYCLES * len(schedule.phases)
+            + (1 + length) * tail / ONLINE_FRACTION) if P else 0.0
+
+
+def _shifts(M):
+    """The ``P - 1`` cyclic shifts, each with rounds = its largest entry (the others padded)."""
+    P = len(M)
+    phases, pad = [], [[0] * P for _ in range(P)]
+    for ph in all_to_all(range(P)):
+        pairs = tuple((min(f.inputs), min(f.outputs)) for f in ph.flows)
+        n = max(M[s][d] for s, d in pairs)
+        if n == 0:
+            continue
+        for s, d in pairs:
+            pad[s][d] += n - M[s][d]
+        phases.append(A2APhase(pairs, n))
+    uniform = not any(map(any, pad))
+    return Schedule(P, phases, [[0] * P for _ in range(P)],
+                    "cyclic-shifts" if uniform else "cyclic-shifts-padded", pad)
+
+
+def _merge(phases, capacity):
+    """Merge phases whose pairs fit one partial permutation (the smallest first, into the
+    partner that adds the fewest rounds) until ``capacity`` phases remain or none fit.
+    ``phases``: ``[(A2APhase, {pair: real packets})]``; returns the same kind of list."""
+    phases = list(phases)
+    while len(phases) > capacity:
+        best = None
+        order = sorted(range(len(phases)), key=lambda k: phases[k][0].rounds * len(phases[k][0].pairs))
+        for a in order:
+            A = phases[a][0]
+            for b in range(len(phases)):
+                if b == a:
+                    continue
+                B = phases[b][0]
+                src = dict(B.pairs)
+                dst = {d: s for s, d in B.pairs}
+                ok = all(src.get(s, d) == d and dst.get(d, s) == s for s, d in A.pairs)
+                if not ok:
+                    continue
+                shared = set(A.pairs) & set(B.pairs)
+                n = A.rounds + B.rounds if shared else max(A.rounds, B.rounds)
+                if best is None or n - A.rounds - B.rounds < best[0]:
+                    best = (n - A.rounds - B.rounds, a, b, n)
+            if best is not None:
+                break
+        if best is None:
+            break
+        _, a, b, n = best
+        real = dict(phases[b][1])
+        for pr, x in phases[a][1].items():
+            real[pr] = real.get(pr, 0) + x
+        merged = (A2APhase(tuple(sorted(real)), n), real)
+        phases = [ph for k, ph in enumerate(phases) if k not in (a, b)] + [merged]
+    return phases
+
+
+def _bvn_schedule(M, capacity):
+    """Birkhoff-von Neumann phases, merged and cut to ``capacity`` (the rest online)."""
+    P = len(M)
+    full = [(ph, {pr: ph.rounds for pr in ph.pairs}) for ph in _bvn(M)]
+    phases = _merge(full, capacity)
+    keep = set(sorted(range(len(phases)),
+                      key=lambda k: -sum(phases[k][1].values()))[:capacity])
+    online = [[0] * P for _ in range(P)]
+    pad = [[0] * P for _ in range(P)]
+    for k, (ph, real) in enumerate(phases):
+        for (s, d), x in real.items():
+            if k in keep:
+                pad[s][d] += ph.rounds - x
+            else:
+                online[s][d] += x
+    method = "birkhoff-von-neumann" + ("+merged" if len(phases) < len(full) else "") + \
+        ("+online" if len(keep) < len(phases) else "")
+    # the sources send the kept phases in the decomposition's order
+    return Schedule(P, [ph for k, (ph, _) in enumerate(phases) if k in keep], online, method, pad)
+
+
+def compile_all_to_all(matrix, capacity: int, *, length: int = 8, method: str | None = None) -> Schedule:
+    """Phases (at most ``capacity`` table entries) and the online remainder for ``matrix``: the
+    candidate with the fewest :func:`estimate_cycles` for packets of ``1 + length`` flits, or
+    the one ``method`` (:data:`METHODS`) names (see the module docstring)."""
     M = check_matrix(matrix)
     P = len(M)
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
         raise ValueError(f"phase-table capacity {capacity!r} must be an integer >= 1")
-    offdiag = {M[s][d] for s in range(P) for d in range(P) if s != d}
-    if len(offdiag) == 1 and offdiag != {0} and P - 1 <= capacity:
-        n = offdiag.pop()
-        phases = [A2APhase(tuple((min(f.inputs), min(f.outputs)) for f in ph.flows), n)
-                  for ph in all_to_all(range(P))]
-        return Schedule(P, phases, [[0] * P for _ in range(P)], "cyclic-shifts")
-    phases = _bvn(M)
-    keep = set(sorted(range(len(phases)), key=lambda k: -phases[k].rounds * len(phases[k].pairs))
-               [:capacity])
-    online = [[0] * P for _ in range(P)]
-    for k, ph in enumerate(phases):
-        if k not in keep:
-            for s, d in ph.pairs:
-                online[s][d] += ph.rounds
-    return Schedule(P, [ph for k, ph in enumerate(phases) if k in keep], online,
-                    "birkhoff-von-neumann" + ("+online" if len(keep) < len(phases) else ""))
+    if method is not None and method not in METHODS:
+        raise ValueError(f"all-to-all method {method!r} must be one of {', '.join(METHODS)}")
+    cands = []
+    if method in (None, "cyclic-shifts") and P - 1 <= capacity:
+        cands.append(_shifts(M))
+    if method in (None, "birkhoff-von-neumann"):
+        cands.append(_bvn_schedule(M, capacity))
+    if not cands:
+        raise ValueError(f"the {P - 1} cyclic shifts do not fit a {capacity}-entry table")
+    return min(cands, key=lambda c: (estimate_cycles(c, length), c.filler(), len(c.phases)))
 
 
 def online_schedule(matrix) -> Schedule:

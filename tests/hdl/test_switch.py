@@ -298,6 +298,104 @@ def test_output_port_credits_and_control_first():
     assert fields[2:] == [(100, False), (101, True)]
 
 
+def test_output_port_queues_rounds_in_order():
+    """An output holding 4 rounds (the one it sends + 3 queued): ``can_queue`` falls when the
+    third is queued, each queued round reserves its credits (``avail``), and the rounds leave in
+    the order they started, each header followed by its own data flits."""
+    from fred.hdl.switch.control import OutputPort
+    dut = OutputPort(FB, (0, 40, 0, 1), credit_in_bits=5, rounds=4)
+    lens = [2, 1, 3, 2]
+    out, seen = [], {}
+
+    async def tb(ctx):
+        ctx.set(dut.o.ready, 0)                      # link stalled while the rounds queue
+        for k, n in enumerate(lens):
+            seen[f"can_queue{k}"] = ctx.get(dut.can_queue)
+            ctx.set(dut.start, 1)
+            ctx.set(dut.start_hdr, pk.encode_header(pk.Header.data(pk.VC_DP, 4, k, n)))
+            ctx.set(dut.start_len, n)
+            ctx.set(dut.start_vc, pk.VC_DP)
+            await ctx.tick()
+        ctx.set(dut.start, 0)
+        seen["can_queue_full"] = ctx.get(dut.can_queue)
+        seen["avail"] = ctx.get(dut.avail[pk.VC_DP])
+        ctx.set(dut.o.ready, 1)
+        k = 0
+        for _ in range(30):
+            ctx.set(dut.fd.valid, 1)
+            ctx.set(dut.fd.payload, 100 + k)
+            if ctx.get(dut.o.valid):
+                out.append(ctx.get(dut.o.payload.as_value()))
+            if ctx.get(dut.fd.ready):
+                k += 1
+            await ctx.tick()
+        seen["idle"] = ctx.get(dut.idle)
+        seen["credits"] = ctx.get(dut.credits[pk.VC_DP])
+
+    simulate(dut, tb)
+    assert [seen[f"can_queue{k}"] for k in range(4)] == [1, 1, 1, 1]
+    assert seen["can_queue_full"] == 0 and seen["idle"] == 1
+    assert seen["avail"] == 40 - sum(n + 1 for n in lens) and seen["credits"] == seen["avail"]
+    pkts = pk.split_packets(out, FB)
+    assert [x.header.seq for x in pkts] == [0, 1, 2, 3]
+    assert [x.data for x in pkts] == [(100, 101), (102,), (103, 104, 105), (106, 107)]
+
+
+def _perm_run(round_queue, n=12, lose=(), poisoned=None, pause=None, ready=lambda c, q: True):
+    """FRED_3(4) (int32, fabric latency 3) running the permutation phase 0 -> 1 -> 2 -> 3 -> 0
+    with ``n`` packets of 1 data flit per input: a round takes 2 cycles at an output and 5 from
+    its start to its last flit, so 3 rounds must be in flight for them to follow back to back."""
+    from fred.hdl.switch.top import Switch
+    sw = Switch(4, 3, 2, "int32", data_depth=12, ctrl_depth=2, max_len=1, table_entries=4,
+                round_queue=round_queue)
+    rng = random.Random(11)
+    perm = [1, 2, 3, 0]
+    phases = {0: (pk.VC_DP, [Flow({p}, {perm[p]}) for p in range(4)])}
+    pkts = {p: [pk.Packet(pk.Header.data(pk.VC_DP, 0, k, 1), (rng.randrange(1 << FB),))
+                for k in range(n)] for p in range(4)}
+    sends = {p: [w for x in pkts[p] for w in pk.pack(x, FB)] for p in range(4)}
+    if pause:                                 # (port, word index, idle cycles) before that word
+        p, k, idle = pause
+        sends[p][k:k] = [None] * idle
+    outs, res = _run_switch(sw, sw.cfg_words(phases), sends, cycles=60 + 6 * n, lose=lose,
+                            poisoned=poisoned, ready=ready)
+    return sw, perm, pkts, outs, res
+
+
+@pytest.mark.parametrize("queue", [None, 2])
+def test_round_queue_sized_by_the_fabric_latency_keeps_rounds_back_to_back(queue):
+    """The default queue (``round_queue_for(3, 1)`` = 3 rounds) sends the rounds of a phase back
+    to back once the first has arrived; one queued round (2) leaves a gap after every two rounds
+    (the limit the 12-port switch hit: docs/switch.md). Every packet arrives intact either way."""
+    sw, perm, pkts, outs, res = _perm_run(queue)
+    assert sw.round_queue == (3 if queue is None else 2)
+    assert res["err_packet"] == res["err_phase"] == 0
+    for p in range(4):
+        assert outs[perm[p]] == pkts[p]
+    t = res["times"][1][2:]                   # after the first round
+    gaps = sum(b - a - 1 for a, b in zip(t, t[1:]))
+    assert (gaps == 0) if queue is None else (gaps >= len(t) // 4 - 1), t
+
+
+def test_truncated_round_poisons_only_itself_behind_queued_rounds():
+    """Output 1 stalls (cycles 14..39) after 3 rounds, so rounds 3, 4 and 5 wait there (3 in
+    flight); input 0 pauses after packet 5's header (the round takes it, cut-through) and then
+    loses its data flit. Only round 5's flit leaves poisoned at output 1 (the poison bit goes to
+    the newest queued round, not to the one waiting to be sent); rounds 3 and 4 and every other
+    output arrive intact."""
+    bad = []
+    sw, perm, pkts, outs, res = _perm_run(None, lose=((0, 11),), poisoned=bad, pause=(0, 11, 6),
+                                          ready=lambda c, q: not (q == 1 and 14 <= c < 40))
+    assert sw.round_queue == 3
+    t = res["times"][1]
+    assert t[5] < 14 and t[6] == 40, t            # 3 rounds sent, then the stall
+    assert [q for q, _ in bad] == [1] and res.get("poisoned") == 1
+    assert res.get("err_lost") == 1 and res["err_packet"] == 0
+    assert outs[1] == pkts[0][:5] + pkts[0][6:]
+    for p in (1, 2, 3):
+        assert outs[perm[p]] == pkts[p]
+
+
 # -- whole switch, ideal fabric (fast) ---------------------------------------------------------
 def _run_switch(sw, cfg_words, sends, cycles=400, ready=lambda c, q: True, credits_out=None,
                 lose=(), poisoned=None, corrupt=()):
@@ -508,6 +606,11 @@ def test_switch_parameter_errors():
         Switch(4, 3, 2, "int32", fabric="mesh")
     with pytest.raises(ValueError, match="table_entries 300"):
         Switch(4, 3, 2, "int32", fabric="ideal", table_entries=300)
+    for bad in (0, 17):
+        with pytest.raises(ValueError, match=f"round_queue {bad}"):
+            Switch(4, 3, 2, "int32", fabric="ideal", round_queue=bad)
+    with pytest.raises(TypeError, match="round_queue"):
+        Switch(4, 3, 2, "int32", fabric="ideal", round_queue=2.5)
 
 
 # -- CLI ---------------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ import pytest
 
 from fred.contract import packet as pk
 from fred.contract.timing import TimingFileError, load_timing, validate_timing
-from fred.hdl.routing import (bound_packets, check_matrix, compile_all_to_all, online_schedule,
-                                 uniform_matrix, zipf_matrix)
+from fred.hdl.routing import (bound_packets, check_matrix, compile_all_to_all, estimate_cycles,
+                              online_schedule, uniform_matrix, zipf_matrix)
 from fred.hdl.netlist import Flow
 
 # -- the compiler ----------------------------------------------------------------------------
@@ -34,7 +34,7 @@ def test_uniform_is_p_minus_1_cyclic_shifts(P):
     assert s.method == "cyclic-shifts" and len(s.phases) == P - 1
     for k, ph in enumerate(s.phases, start=1):
         assert ph.rounds == 3 and sorted(ph.pairs) == [(j, (j + k) % P) for j in range(P)]
-    assert s.covered() == uniform_matrix(P, 3) and not any(map(any, s.online))
+    assert s.covered() == uniform_matrix(P, 3) and not any(map(any, s.online)) and s.filler() == 0
 
 
 @pytest.mark.parametrize("P, n, seed", [(4, 96, 1), (5, 40, 2), (12, 128, 1), (12, 30, 3)])
@@ -42,21 +42,71 @@ def test_uneven_decomposition_covers_the_matrix_at_its_bound(P, n, seed):
     """Birkhoff-von Neumann: partial permutations whose rounds sum to the busiest line's packets
     (the schedule meets the bound but for the per-phase cost), every packet covered once."""
     M = zipf_matrix(P, n, 1.0, random.Random(seed))
-    s = compile_all_to_all(M, 1000)
-    assert s.method == "birkhoff-von-neumann" and s.covered() == M
+    s = compile_all_to_all(M, 1000, method="birkhoff-von-neumann")
+    assert s.method == "birkhoff-von-neumann" and s.covered() == M and s.filler() == 0
     assert sum(ph.rounds for ph in s.phases) == bound_packets(M)
     assert all(_is_partial_permutation(ph.pairs) and ph.rounds > 0 for ph in s.phases)
 
 
+@pytest.mark.parametrize("P, n, seed", [(4, 96, 2), (5, 40, 2), (12, 128, 1), (12, 128, 3),
+                                        (12, 30, 3)])
+def test_padded_cyclic_shifts_meet_the_bound_with_one_popularity_order(P, n, seed):
+    """The P - 1 cyclic shifts with rounds = each shift's largest entry: every pair sends its
+    packets and filler up to that (``padding``); when the most popular output's pair is the
+    largest entry on every shift (all but the smallest matrix here: 30 packets per source leave
+    too few to sort every shift), the rounds sum to the bound."""
+    M = zipf_matrix(P, n, 1.0, random.Random(seed))
+    s = compile_all_to_all(M, 20, method="cyclic-shifts")
+    assert s.method == "cyclic-shifts-padded" and len(s.phases) == P - 1
+    assert s.covered() == M and not any(map(any, s.online))
+    sent = s.sent()
+    for ph in s.phases:
+        assert _is_partial_permutation(ph.pairs) and len(ph.pairs) == P
+        assert ph.rounds == max(M[a][b] for a, b in ph.pairs)
+    assert all(sent[a][b] == M[a][b] + s.padding[a][b] for a in range(P) for b in range(P))
+    assert s.filler() == sum(map(sum, sent)) - sum(map(sum, M))
+    top = max(range(P), key=lambda d: sum(M[a][d] for a in range(P)))
+    at_bound = all(ph.rounds == M[next(a for a, b in ph.pairs if b == top)][top] for ph in s.phases)
+    assert at_bound == (n > 30)
+    assert (s.rounds() == bound_packets(M)) if at_bound else (s.rounds() > bound_packets(M))
+
+
+def test_the_compiler_picks_the_fastest_estimate_that_fits_the_table():
+    """12 ports, Zipf(1.0), 128 packets per source, the 20-entry table: Birkhoff-von Neumann
+    needs 36 phases (merged and cut to 20, the rest online); the padded shifts need 11 at the
+    bound. The compiler compares their estimated cycles and takes the shifts; a uniform matrix
+    stays the exact shifts."""
+    M = zipf_matrix(12, 128, 1.0, random.Random(1))
+    cands = {m: compile_all_to_all(M, 20, method=m) for m in ("cyclic-shifts", "birkhoff-von-neumann")}
+    best = compile_all_to_all(M, 20)
+    assert len(compile_all_to_all(M, 1000, method="birkhoff-von-neumann").phases) == 36
+    assert estimate_cycles(best) == min(estimate_cycles(c) for c in cands.values())
+    assert best.method == "cyclic-shifts-padded" and len(best.phases) <= 20
+    assert bound_packets(M) * 9 / estimate_cycles(best) > 0.95
+    bvn = cands["birkhoff-von-neumann"]
+    assert len(bvn.phases) == 20 and bvn.covered() == M and sum(map(sum, bvn.online)) > 0
+    assert compile_all_to_all(uniform_matrix(12, 5), 20).method == "cyclic-shifts"
+    with pytest.raises(ValueError, match="method 'magic'"):
+        compile_all_to_all(M, 20, method="magic")
+
+
+@pytest.mark.parametrize("cap", [6, 12, 20])
+def test_merged_decomposition_fits_the_table(cap):
+    """Birkhoff-von Neumann phases merged (unions that stay partial permutations, padded) and
+    cut to the table: at most ``cap`` phases, every packet covered once (table or online)."""
+    M = zipf_matrix(12, 128, 1.0, random.Random(1))
+    s = compile_all_to_all(M, cap, method="birkhoff-von-neumann")
+    assert len(s.phases) <= cap and s.covered() == M
+    assert all(_is_partial_permutation(ph.pairs) and ph.rounds > 0 for ph in s.phases)
+    assert all(x >= 0 for r in s.padding for x in r)
+
+
 def test_full_table_sends_the_tail_online():
     M = zipf_matrix(12, 128, 1.0, random.Random(1))
-    full = compile_all_to_all(M, 1000)
-    s = compile_all_to_all(M, 20)
+    full = compile_all_to_all(M, 1000, method="birkhoff-von-neumann")
+    s = compile_all_to_all(M, 20, method="birkhoff-von-neumann")
     assert len(full.phases) > 20 == len(s.phases) and s.method.endswith("+online")
     assert s.covered() == M and sum(map(sum, s.online)) > 0
-    kept = sorted(ph.rounds * len(ph.pairs) for ph in s.phases)
-    dropped = [ph for ph in full.phases if ph not in s.phases]
-    assert all(ph.rounds * len(ph.pairs) <= kept[0] for ph in dropped)
     order = s.per_source(random.Random(1))
     for src, items in order.items():       # table phases first, in order, then online
         idx = [k for k, _ in items]
@@ -127,7 +177,7 @@ def test_back_pressure_and_an_online_tail_deliver_every_packet_in_order():
     from fred.sim.characterize.all_to_all import run_a2a
 
     skew = zipf_matrix(4, 40, 1.0, random.Random(5))
-    sched = compile_all_to_all(skew, 3)
+    sched = compile_all_to_all(skew, 3, method="birkhoff-von-neumann")
     assert len(sched.phases) == 3 and sum(map(sum, sched.online)) > 0
     r = run_a2a(4, sched, seed=5, length=8, stall=0.3)
     assert r["flits"] == sum(map(sum, skew)) * 9 and r["online_packets"] == sum(map(sum, sched.online))
