@@ -8,7 +8,8 @@ one line per job (each mode separately). Exit status 1 when any job failed or st
 
 Designs: the R and D cells (``middle`` 2) and the RD cell, each in every mode the cell has
 (``all_modes``), for int32, fp16, bf16 and fp32 at 1 lane and int32 at 2 lanes
-(:mod:`fred.sim.formal.cells`); the switch's input port with its smallest buffers
+(:mod:`fred.sim.formal.cells`); the switch's input port with its smallest buffers, its phase
+activation and an output port's queued rounds against its receiver's credits
 (:mod:`fred.sim.formal.switch`); FRED_2(4) in six flow sets (:mod:`fred.sim.formal.fabric`):
 stream rule, conservation and routing.
 ``--quick`` keeps the int32 cells at 1 lane.
@@ -32,7 +33,7 @@ from fred.hdl.routing import route
 from .cells import GROUPS, CellHarness
 from .runner import Result, check
 from .fabric import FabricHarness
-from .switch import ActivationHarness, InputPortHarness
+from .switch import ActivationHarness, InputPortHarness, OutputPortHarness
 
 __all__ = ["Job", "jobs", "run_job", "table", "main"]
 
@@ -52,6 +53,12 @@ SWITCH_BMC_DEPTH = 10
 SWITCH_ACTIVATION = {"ports": 3, "depths": (3, 3, 3, 1), "max_len": 2, "entries": 2}
 #: its induction depth (the property holds in every state the logic can be in, so k = 2)
 SWITCH_ACTIVATION_K = 2
+#: the switch output port checked: 3 rounds held (the one sent + 2 queued), receiver buffers
+#: 3/3/3/1 flits, packets of at most 2 data flits
+SWITCH_OUTPUT = {"rounds": 3, "init": (3, 3, 3, 1), "max_len": 2}
+#: BMC depth of the output port (its induction step fails on unreachable queue states): 16
+#: cycles queue 3 rounds and drain them several times (about a minute of CPU with Yices)
+SWITCH_OUTPUT_DEPTH = 16
 
 
 @dataclass(frozen=True)
@@ -90,10 +97,14 @@ def switch_jobs() -> list:
     phase activation (:data:`SWITCH_ACTIVATION`) by k-induction."""
     design = "switch InputPort " + "/".join(map(str, SWITCH_PORT["depths"]))
     a = SWITCH_ACTIVATION
+    o = SWITCH_OUTPUT
     return [Job(design, "credits", "switch_inport_credits",
                 partial(InputPortHarness, group="credits", **SWITCH_PORT), "bmc", SWITCH_BMC_DEPTH),
             Job(f"switch P={a['ports']} ideal int32 x2", "activation", "switch_activation",
-                partial(ActivationHarness, **a), "prove", SWITCH_ACTIVATION_K)]
+                partial(ActivationHarness, **a), "prove", SWITCH_ACTIVATION_K),
+            Job(f"switch OutputPort {o['rounds']} rounds " + "/".join(map(str, o["init"])),
+                "output-credits", "switch_outport_credits", partial(OutputPortHarness, **o), "bmc",
+                SWITCH_OUTPUT_DEPTH)]
 
 
 #: the fabric checked (FRED_2(4), int32 x 1) and its flow sets: reduce, a permutation through

@@ -40,10 +40,11 @@ from amaranth.lib import data
 from fred.contract.packet import DATA_VCS, DEFAULT_PHASE, HEADER_BITS
 from fred.hdl.switch import Switch
 from fred.hdl.switch import InputPort
+from fred.hdl.switch.control import OutputPort
 
-__all__ = ["InputPortHarness", "ActivationHarness", "SWITCH_GROUPS"]
+__all__ = ["InputPortHarness", "ActivationHarness", "OutputPortHarness", "SWITCH_GROUPS"]
 
-SWITCH_GROUPS = ("credits", "activation")
+SWITCH_GROUPS = ("credits", "activation", "output-credits")
 
 
 class InputPortHarness(Elaboratable):
@@ -201,3 +202,83 @@ class ActivationHarness(Elaboratable):
             for q in range(p + 1, self.P):
                 m.d.comb += Assert(~(on.l_sel[p] & on.l_sel[q]) | (on.l_dst[p] != on.l_dst[q]),
                                    f"stored online pairs: inputs {p} and {q} to one output")
+
+
+class OutputPortHarness(Elaboratable):
+    """An :class:`~fred.hdl.switch.control.OutputPort` holding ``rounds`` rounds (the one it sends
+    and ``rounds - 1`` queued), between a control unit and a receiver that are both free within
+    their rules (group ``output-credits``):
+
+    * the **control unit** starts a round (any data VC, 1..``max_len`` data flits, any header)
+      only while ``can_queue`` and ``avail[vc] >= len + 1`` (the rule of
+      :mod:`fred.hdl.switch.rounds`), queues a control packet (on CTRL) only while
+      ``ctrl_space``; headers name their VC, every other header bit is free; the fabric's
+      output (valid, data) is free;
+    * the **receiver** holds ``init[v]`` flits per VC, ``ready`` is free, and it returns at most
+      the credits of the flits it holds (any number per cycle, any delay).
+
+    Properties, every cycle: the receiver's buffer of each VC never overflows (the port never
+    sends a flit without a credit, however many rounds are queued: credits never overrun),
+    ``credits[v] + held[v] == init[v]``, and the credits the queued rounds reserve never exceed
+    the credits held (``avail[v] <= credits[v]``: the reservation never wraps).
+    ``fault="no-reservation"`` gives the harness a control unit that starts rounds on
+    ``credits`` instead of ``avail`` (forgetting what the queued rounds reserved): the receiver's
+    buffer then overflows.
+    """
+
+    def __init__(self, rounds=3, init=(3, 3, 3, 1), max_len=2, flit_bits=48, *, fault=None):
+        if fault not in (None, "no-reservation"):
+            self._MustUse__silence = True
+            raise ValueError(f"unknown output-port fault {fault!r}; known: no-reservation")
+        self.fault, self.init, self.max_len = fault, tuple(init), max_len
+        self.cib = max(self.init).bit_length() + 1
+        self.port = OutputPort(flit_bits, self.init, self.cib, rounds=rounds)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.port = port = self.port
+        lb = max(self.init).bit_length() + 2
+        held = [Signal(lb, name=f"rx_held{v}") for v in range(4)]
+        vc = Signal(2, name="cu_vc")
+        length = Signal(8, name="cu_len")
+        start = Signal(name="cu_start")
+        m.d.comb += [vc.eq(AnySeq(2)), length.eq(AnySeq(8)), start.eq(AnySeq(1))]
+        budget = port.credits if self.fault == "no-reservation" else port.avail
+        room = Signal(name="cu_room")
+        for v in DATA_VCS:
+            with m.If(vc == v):
+                m.d.comb += room.eq(budget[v] >= length + 1)
+        m.d.comb += [
+            Assume(vc != 3), Assume(length >= 1), Assume(length <= self.max_len),
+            Assume(~start | (port.can_queue & room)),
+            port.start.eq(start), port.start_vc.eq(vc), port.start_len.eq(length),
+            port.start_hdr.eq(AnySeq(len(port.start_hdr))),
+            port.ctrl_word.eq(AnySeq(len(port.ctrl_word))),
+            port.fd.valid.eq(AnySeq(1)), port.fd.payload.eq(AnySeq(len(port.fd.payload))),
+            port.o.ready.eq(AnySeq(1)),
+        ]
+        push = Signal(name="cu_ctrl_push")
+        m.d.comb += [push.eq(AnySeq(1)), Assume(~push | port.ctrl_space), port.ctrl_push.eq(push)]
+        # the headers name their VC (make_header; a forwarded control packet is on CTRL)
+        m.d.comb += [Assume(~start | (port.start_hdr[4:6] == vc)),
+                     Assume(~push | (port.ctrl_word[4:6] == 3))]
+        # the receiver: which VC each flit is on (a header names it; the rest of a packet follows)
+        o = port.o
+        in_pkt = Signal(name="rx_in_packet")
+        cur = Signal(2, name="rx_vc")
+        fvc = Signal(2, name="rx_flit_vc")
+        m.d.comb += fvc.eq(Mux(in_pkt, cur, o.payload.data[4:6]))
+        fire = o.valid & o.ready
+        with m.If(fire):
+            m.d.sync += [in_pkt.eq(~o.payload.last), cur.eq(fvc)]
+        for v in range(4):
+            ret = Signal(self.cib, name=f"rx_ret{v}")
+            m.d.comb += [ret.eq(AnySeq(self.cib)), Assume(ret <= held[v]),
+                         port.credit_i[v].eq(ret)]
+            m.d.sync += held[v].eq(held[v] + (fire & (fvc == v)) - ret)
+            m.d.comb += [
+                Assert(held[v] <= self.init[v], f"VC {v}: the receiver's buffer never overflows"),
+                Assert(port.credits[v] + held[v] == self.init[v], f"VC {v}: credits + held = buffer"),
+                Assert(port.avail[v] <= port.credits[v], f"VC {v}: reservations <= credits"),
+            ]
+        return m

@@ -10,7 +10,7 @@ from fred.hdl.netlist.modes import RDMode, RMode
 from fred.sim.formal import suite as formal
 from fred.sim.formal.cells import CellHarness, cell_flows
 from fred.sim.formal.fabric import FabricHarness, flow_paths
-from fred.sim.formal.switch import ActivationHarness, InputPortHarness
+from fred.sim.formal.switch import ActivationHarness, InputPortHarness, OutputPortHarness
 from fred.sim.formal.runner import check
 
 
@@ -77,6 +77,25 @@ def test_activate_early_fault_fails_the_activation_check(tmp_path):
               mode="bmc", depth=ACTIVATE_EARLY_DEPTH)
     assert r.status == "failed", r.describe()
     assert r.trace
+
+
+def test_output_port_queued_rounds_never_overrun_credits(tmp_path):
+    """An output port holding 3 rounds (2 queued, each reserving its credits) never sends a flit
+    its receiver has no room for, and its reservations never exceed its credits: bounded model
+    checking to the suite's depth."""
+    r = check(OutputPortHarness(**formal.SWITCH_OUTPUT), tmp_path, "switch_outport_credits",
+              mode="bmc", depth=formal.SWITCH_OUTPUT_DEPTH)
+    assert r.status == "bounded", r.describe()
+
+
+def test_output_port_without_reservation_fails_the_credit_check(tmp_path):
+    """A control unit that starts rounds on the credits held, forgetting what the queued rounds
+    reserved: the credit check fails within 8 cycles."""
+    r = check(OutputPortHarness(**formal.SWITCH_OUTPUT, fault="no-reservation"), tmp_path,
+              "switch_outport_no_reservation", mode="bmc", depth=8)
+    assert r.status == "failed", r.describe()
+    with pytest.raises(ValueError, match="unknown output-port fault 'x'"):
+        OutputPortHarness(fault="x")
 
 
 # ---- the fabric: FRED_2(4), int32, a reduce (0, 1 -> 2) beside a multicast (2 -> 0, 1) -----------
