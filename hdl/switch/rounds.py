@@ -332,7 +332,8 @@ class ControlUnit:
                     m.d.sync += settle.eq(settle - 1)
             with m.Case(RUN):
                 # the same phase continues: start its next round as soon as the inputs have
-                # fed this one (outputs queue it behind the current packet; same configuration)
+                # fed this one and every output has a queue slot (outputs queue it behind the
+                # rounds they hold; same configuration)
                 with m.If(sel_any & ~self.sel_online & (sel_vc == act_vc) & (sel_phase == act_phase)
                           & cfg_loaded & (cfg_phase == sel_phase) & feeders_done & can_queue):
                     m.d.comb += start.eq(1)

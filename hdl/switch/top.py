@@ -44,8 +44,9 @@ Operation
   phase through the fabric: headers are taken, each output sends a header (phase, VC, length,
   and the sequence number of the lowest input port of its flow) then the ``L`` summed data flits.
   While the phase stays selected, its next round starts as soon as the inputs have fed the
-  current one (outputs queue it and send it back to back). Before a different phase starts,
-  every output has sent its packets (the fabric is drained).
+  current one and every output has a free queue slot (outputs queue it and send it back to
+  back; each holds ``round_queue`` rounds, enough to cover the fabric's latency). Before a
+  different phase starts, every output has sent its packets (the fabric is drained).
 * **Priority / preemption**: between rounds (i.e. at packet boundaries) the control unit starts
   the highest-priority ready phase, MP > PP > DP; a phase keeps running while it stays ready
   and nothing of higher priority is ready (a higher VC waiting only for output credits does not
