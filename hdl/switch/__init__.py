@@ -4,7 +4,8 @@ for the default index, and the link ends (per-flit CRC, Go-Back-N sequence align
 """
 
 from .buffers import InputPort, VCBuffer, header_bits, header_ok, link_layout
-from .control import OutputPort, PhaseTable, TABLE_BUDGET_BYTES, TableLayout, default_capacity, make_header
+from .control import (MAX_ROUND_QUEUE, OutputPort, PhaseTable, TABLE_BUDGET_BYTES, TableLayout,
+                      default_capacity, make_header, round_queue_for)
 from .ideal import IdealFabric, ideal_config_bits
 from .linkcheck import LinkRx, LinkTx, crc_check, wire_layout
 from .online import OnlineRouter, check_online_middle, online_config, online_modes
@@ -22,6 +23,7 @@ __all__ = [
     "InputPort",
     "LinkRx",
     "LinkTx",
+    "MAX_ROUND_QUEUE",
     "OnlineRounds",
     "OnlineRouter",
     "OutputPort",
@@ -48,6 +50,7 @@ __all__ = [
     "online_modes",
     "outputs",
     "poison_rounds",
+    "round_queue_for",
     "verilog_build",
     "wire_layout",
 ]

@@ -253,22 +253,8 @@ class OutputPort(wiring.Component):
         hdr = Signal(self.hdr_bits)
         vcr = Signal(2)
         lock = Signal(2)       # 0 none, 1 ctrl offered and waiting, 2 header offered and waiting
-        # the queued rounds (started while one runs), oldest first: a shift register
-        nq = self.rounds - 1
-        q_v = [Signal(name=f"q_valid{i}") for i in range(nq)]
-        q_hdr = [Signal(self.hdr_bits, name=f"q_hdr{i}") for i in range(nq)]
-        q_len = [Signal(8, name=f"q_len{i}") for i in range(nq)]
-        q_vc = [Signal(2, name=f"q_vc{i}") for i in range(nq)]
-        head_v = q_v[0] if nq else Const(0, 1)
-        m.d.comb += [self.idle.eq((state == IDLE) & ~head_v),
-                     self.can_queue.eq(~q_v[-1] if nq else 0)]
-        owed_cur = Signal(9)
-        m.d.comb += owed_cur.eq(Mux(state == HDR, rem + 1, Mux(state == DATA, rem, 0)))
-        for v in range(4):
-            owed = Mux(vcr == v, owed_cur, 0)
-            for i in range(nq):
-                owed = owed + Mux(q_v[i] & (q_vc[i] == v), q_len[i] + 1, 0)
-            m.d.comb += self.avail[v].eq(cred[v] - owed)
+        q_v, q_hdr, q_len, q_vc = self._reserve(m, state, rem, vcr, cred, (IDLE, HDR, DATA))
+        head_v = q_v[0] if q_v else Const(0, 1)
 
         boundary = state != DATA
         ctrl_ok = cq.r_rdy & (cred[VC_CTRL] != 0)
@@ -309,7 +295,7 @@ class OutputPort(wiring.Component):
         shift = Signal()       # the current round ends and the oldest queued one takes over
         m.d.comb += shift.eq(finishing & head_v)
         with m.If(finishing):
-            if nq:
+            if q_v:
                 with m.If(head_v):
                     m.d.sync += [state.eq(HDR), hdr.eq(q_hdr[0]), rem.eq(q_len[0]),
                                  vcr.eq(q_vc[0])]
@@ -322,7 +308,39 @@ class OutputPort(wiring.Component):
         with m.If(direct):
             m.d.sync += [state.eq(HDR), hdr.eq(self.start_hdr), rem.eq(self.start_len),
                          vcr.eq(self.start_vc)]
-        push = self.start & ~direct
+        self._queue(m, self.start & ~direct, shift, q_v, q_hdr, q_len, q_vc)
+        for v in range(4):
+            m.d.sync += cred[v].eq(cred[v] + self.credit_i[v] - sent[v])
+        return m
+
+    def _reserve(self, m, state, rem, vcr, cred, states):
+        """The queued rounds (started while one runs; oldest first, a shift register), ``idle``,
+        ``can_queue`` and ``avail`` (credits minus the current round's flits still to send and
+        every queued round's ``len + 1``); returns the queue's (valid, header, length, VC)
+        registers."""
+        IDLE, HDR, DATA = states
+        nq = self.rounds - 1
+        q_v = [Signal(name=f"q_valid{i}") for i in range(nq)]
+        q_hdr = [Signal(self.hdr_bits, name=f"q_hdr{i}") for i in range(nq)]
+        q_len = [Signal(8, name=f"q_len{i}") for i in range(nq)]
+        q_vc = [Signal(2, name=f"q_vc{i}") for i in range(nq)]
+        head_v = q_v[0] if nq else Const(0, 1)
+        m.d.comb += [self.idle.eq((state == IDLE) & ~head_v),
+                     self.can_queue.eq(~q_v[-1] if nq else 0)]
+        owed_cur = Signal(9)
+        m.d.comb += owed_cur.eq(Mux(state == HDR, rem + 1, Mux(state == DATA, rem, 0)))
+        for v in range(4):
+            owed = Mux(vcr == v, owed_cur, 0)
+            for i in range(nq):
+                owed = owed + Mux(q_v[i] & (q_vc[i] == v), q_len[i] + 1, 0)
+            m.d.comb += self.avail[v].eq(cred[v] - owed)
+        return q_v, q_hdr, q_len, q_vc
+
+    def _queue(self, m, push, shift, q_v, q_hdr, q_len, q_vc):
+        """The queued rounds, oldest first: on ``shift`` each slot takes the next one's round
+        (the oldest became the current round); a ``push`` goes to the first free slot after
+        that."""
+        nq = len(q_v)
         for i in range(nq):
             # slot i after the shift, then the start appended at the first free slot
             sv = (q_v[i + 1] if i + 1 < nq else Const(0, 1))
@@ -338,6 +356,3 @@ class OutputPort(wiring.Component):
                                  q_len[i].eq(q_len[i + 1]), q_vc[i].eq(q_vc[i + 1])]
                 else:
                     m.d.sync += q_v[i].eq(0)
-        for v in range(4):
-            m.d.sync += cred[v].eq(cred[v] + self.credit_i[v] - sent[v])
-        return m

@@ -39,8 +39,7 @@ from amaranth.lib import data
 
 from fred.contract.packet import DATA_VCS, DEFAULT_PHASE, HEADER_BITS
 from fred.hdl.switch import Switch
-from fred.hdl.switch import InputPort
-from fred.hdl.switch.control import OutputPort
+from fred.hdl.switch import InputPort, OutputPort
 
 __all__ = ["InputPortHarness", "ActivationHarness", "OutputPortHarness", "SWITCH_GROUPS"]
 

@@ -189,7 +189,7 @@ def test_padded_shifts_under_back_pressure_with_three_queued_rounds():
     output holds 3 rounds (fabric latency 9: ``round_queue_for(9, 4)``), under random receiver
     back-pressure (30 % of cycles): every packet, filler too, once, intact, in order per pair;
     the figures count the matrix's packets."""
-    from fred.hdl.switch.control import round_queue_for
+    from fred.hdl.switch import round_queue_for
     from fred.sim.characterize.all_to_all import _switch, run_a2a
 
     assert _switch(4, 4)[1].round_queue == round_queue_for(9, 4) == 3
