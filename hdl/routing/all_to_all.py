@@ -250,10 +250,9 @@ def estimate_cycles(schedule, length: int = 8) -> float:
     """Cycles the switch needs for ``schedule`` with packets of ``1 + length`` flits, estimated:
     ``(1 + length)`` per round of the table phases (back to back), :data:`PHASE_CHANGE_CYCLES` per
     phase, and the online packets of the busiest line at :data:`ONLINE_FRACTION` of line rate."""
-    P = schedule.ports
     tail = bound_packets(schedule.online) if schedule.online else 0
     return ((1 + length) * schedule.rounds() + PHASE_CHANGE_CYCLES * len(schedule.phases)
-            + (1 + length) * tail / ONLINE_FRACTION) if P else 0.0
+            + (1 + length) * tail / ONLINE_FRACTION)
 
 
 def _shifts(M):
