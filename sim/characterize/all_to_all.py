@@ -131,7 +131,7 @@ def measure_all_to_all(ports=4, seed=1, packets_per_pair=None, packets_per_sourc
             ("precompiled", "skewed", zipf_matrix(ports, psrc, exponent, random.Random(seed))),
             ("online", "uniform", uniform_matrix(ports, oppair)),
             ("online", "skewed", zipf_matrix(ports, opsrc, exponent, random.Random(seed)))):
-        sched = compile_all_to_all(M, cap) if method == "precompiled" else online_schedule(M)
+        sched = compile_all_to_all(M, cap, length=L) if method == "precompiled" else online_schedule(M)
         runs[f"{method}-{kind}"] = r = run_a2a(ports, sched, seed=seed, length=L, stall=stall,
                                                lanes=d["lanes"], dtype=d["dtype"],
                                                middle=d["middle"])
