@@ -68,7 +68,9 @@ def _switch(ports, length, lanes=4, dtype="fp16", middle=3, fabric="fred"):
 def run_a2a(ports, schedule, *, seed, length, lanes=4, dtype="fp16", middle=3, stall=0.0,
             fabric="fred") -> dict:
     """One bench run of ``schedule`` (:class:`fred.hdl.routing.all_to_all.Schedule`); the bench's result
-    dict plus ``phases`` and ``online_packets``."""
+    dict plus ``phases``, ``online_packets`` and ``filler_packets`` (with filler, ``flits``,
+    ``flits_per_cycle_per_port``, ``busiest_flits`` and ``fraction_of_bound`` count the
+    matrix's packets, ``flits_sent`` every flit the bench delivered)."""
     from .switch import _base_config
     from fred.sim.toolchain import run_bench
 
