@@ -91,6 +91,31 @@ def test_the_compiler_picks_the_fastest_estimate_that_fits_the_table():
         compile_all_to_all(M, 20, method="magic")
 
 
+def _own_popularity(P, n, seed):
+    """Zipf(1.0) with each source's own popularity order (not MoE's shared one)."""
+    rng = random.Random(seed)
+    M = [[0] * P for _ in range(P)]
+    for s in range(P):
+        order = [d for d in range(P) if d != s]
+        rng.shuffle(order)
+        for d in rng.choices(order, [1 / (i + 1) for i in range(P - 1)], k=n):
+            M[s][d] += 1
+    return M
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_without_a_shared_popularity_order_the_compiler_keeps_birkhoff_von_neumann(seed):
+    """When every source has its own popularity order the shifts' largest entries are on
+    different outputs and their rounds far exceed the bound: the estimate picks Birkhoff-von
+    Neumann (cut to the 20-entry table, the rest online) on 12 ports."""
+    M = _own_popularity(12, 128, seed)
+    best = compile_all_to_all(M, 20)
+    shifts = compile_all_to_all(M, 20, method="cyclic-shifts")
+    assert best.method.startswith("birkhoff-von-neumann") and best.covered() == M
+    assert shifts.rounds() > 1.5 * bound_packets(M)
+    assert estimate_cycles(best) < estimate_cycles(shifts)
+
+
 @pytest.mark.parametrize("cap", [6, 12, 20])
 def test_merged_decomposition_fits_the_table(cap):
     """Birkhoff-von Neumann phases merged (unions that stay partial permutations, padded) and
