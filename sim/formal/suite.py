@@ -56,7 +56,7 @@ SWITCH_ACTIVATION_K = 2
 #: the switch output port checked: 3 rounds held (the one sent + 2 queued), receiver buffers
 #: 3/3/3/1 flits, packets of at most 2 data flits
 SWITCH_OUTPUT = {"rounds": 3, "init": (3, 3, 3, 1), "max_len": 2}
-#: BMC depth of the output port (its induction step fails on unreachable queue states): 16
+#: BMC depth of the output port (its induction step fails without helper invariants): 16
 #: cycles queue 3 rounds and drain them several times (about a minute of CPU with Yices)
 SWITCH_OUTPUT_DEPTH = 16
 
