@@ -460,6 +460,7 @@ def run(args):
     from fred.model.training import ALL_FABRICS, estimate_table, resolve_fabrics, resolve_workloads
     from fred.model.plots import PLOT_SUFFIXES
 
+    from .collective import check_a2a_applies
     from .options import refuse_unused
 
     if getattr(args, "trace", None):
@@ -474,8 +475,6 @@ def run(args):
     check_microbatches(workloads, args.microbatches, args.samples)
     check_mode_options(workloads, args.mode, args.granularity, args.stream_steps)
     fabrics = resolve_fabrics(args.fabric)
-    from .collective import check_a2a_applies
-
     check_a2a_applies(args.a2a_method, workloads, fabrics, args.strategy)
     kw = dict(params=params, npu=npu, microbatches=args.microbatches, samples_per_replica=args.samples, mode=args.mode)
     kw.update(gran)
