@@ -32,6 +32,7 @@ BENCHMARKS = {
     "scale-out": "fred.benchmarks.training:scale_out",
     "wafers": "fred.benchmarks.wafers:main",
     "testtime": "fred.benchmarks.testtime:main",
+    "runtime": "fred.benchmarks.runtime:main",
     "sensitivity": "fred.benchmarks.sensitivity:main",
 }
 

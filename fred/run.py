@@ -33,7 +33,8 @@ class _Steps:
 
     def step(self, what):
         self.k += 1
-        print(f"\n[run {self.k}/{self.total} +{time.perf_counter() - self.t0:4.0f}s] {what}", flush=True)
+        print(f"\n[run {self.k}/{self.total} +{time.perf_counter() - self.t0:4.0f}s, "
+              f"{_cpu_seconds():4.0f}s CPU] {what}", flush=True)
 
     def elapsed(self):
         return time.perf_counter() - self.t0

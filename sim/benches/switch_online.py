@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections import defaultdict
 
 import cocotb
 from cocotb.triggers import RisingEdge
@@ -55,7 +54,7 @@ from .streams import start, watchdog
 from .switch_harness import Bench
 from fred.sim.toolchain import bench_config
 
-__all__ = ["perm_traffic", "a2a_offered"]
+__all__ = ["perm_traffic"]
 
 
 def perm_traffic(P, perm, rng, *, packets, length, flit_bits, online):
@@ -107,95 +106,5 @@ async def switch_throughput(dut):
            "flits_per_cycle_per_port": round(flits / (t1 - t0 + 1) / P, 4),
            "payload_per_cycle_per_port": round(data / (t1 - t0 + 1) / P, 4)}
     dut._log.info(f"switch throughput: {res}")
-    with open(cfg["out"], "w") as f:
-        json.dump(res, f)
-
-def a2a_offered(P, order, rng, *, length, flit_bits):
-    """``{port: Offered}`` and ``{(source, destination): [data tuple, ...]}`` for ``order``."""
-    offered = {p: Offered() for p in range(P)}
-    sent = defaultdict(list)
-    seq = defaultdict(int)
-    for p in range(P):
-        for phase, d in order[p]:
-            data = tuple(rng.randrange(1 << flit_bits) for _ in range(length))
-            key = (p, pk.DEFAULT_PHASE if phase is None else phase, d if phase is None else 0)
-            s = seq[key] % pk.SEQ_MOD
-            seq[key] += 1
-            h = (pk.Header.data(pk.VC_DP, pk.DEFAULT_PHASE, s, length, port=d) if phase is None
-                 else pk.Header.data(pk.VC_DP, phase, s, length))
-            x = pk.Packet(h, data)
-            offered[p].items.append(("data", pk.pack(x, flit_bits), x))
-            sent[(p, d)].append(data)
-    return offered, sent
-
-
-def _delivered_pairs(b, P, phases):
-    """(source, destination) -> [data tuple, ...] in delivery order."""
-    src_of = {(k, q): min(f.inputs) for k, (_, flows) in phases.items() for f in flows
-              for q in f.outputs}
-    got = defaultdict(list)
-    for q in range(P):
-        for _, _, x in b.output_packets(q):
-            h = x.header
-            s = h.port if h.phase == pk.DEFAULT_PHASE else src_of[(h.phase, q)]
-            got[(s, q)].append(tuple(x.data))
-    return got
-
-
-@cocotb.test()
-async def switch_a2a(dut):
-    cfg = bench_config()
-    rng = random.Random(int(cocotb.RANDOM_SEED))
-    cycles = await start(dut)
-    cocotb.start_soon(watchdog(dut.clk, cfg.get("max_cycles", 400_000), "switch all-to-all"))
-    b = Bench(dut, cfg, rng, cycles)
-    phases = phases_from_json(cfg["phases"])
-    model = SwitchModel(cfg["ports"], cfg["middle"], cfg["lanes"], cfg["dtype"], phases,
-                        fabric=cfg["fabric"], max_len=cfg["max_len"])
-    await b.load_table(cfg["cfg_words"])
-    P, L = b.P, cfg["length"]
-    offered, sent = a2a_offered(P, cfg["order"], rng, length=L, flit_bits=b.flit_bits)
-    exp = model.expected(offered)
-    assert exp.err_packet == 0 and exp.err_phase == 0
-    b.expect(exp.data, exp.ctrl)
-    cocotb.start_soon(b.watch_rounds())
-    b.start_sinks(grant_now=True)
-    b.start_sources(offered)
-    want = exp.flits()
-    while any(len(b.monitors[q].beats) < want.get(q, 0) for q in range(P)):
-        await RisingEdge(dut.clk)
-        b.raise_errors()
-    for _ in range(4):
-        await RisingEdge(dut.clk)
-    b.raise_errors()
-    got = _delivered_pairs(b, P, phases)
-    for pair in sorted(set(sent) | set(got)):
-        assert got.get(pair, []) == sent.get(pair, []), (
-            f"pair {pair[0]} -> {pair[1]}: {len(got.get(pair, []))} packets delivered, "
-            f"{len(sent.get(pair, []))} sent, or not the same data in the same order")
-    for name in ("err_packet", "err_phase", "err_crc", "err_lost", "err_dup", "err_stale"):
-        assert int(getattr(dut, name).value) == 0, f"{name} = {int(getattr(dut, name).value)}"
-    t0 = min(b.drivers[p].sent[0][0] for p in range(P) if b.drivers[p].sent)
-    t1 = max(m.beats[-1][0] for m in b.monitors.values() if m.beats)
-    n = t1 - t0 + 1
-    flits = sum(want.values())
-    per_in = defaultdict(int)
-    for (s, _), pkts in sent.items():
-        per_in[s] += len(pkts) * (1 + L)
-    busiest = max(max(per_in.values()), max(want.values()))
-    changes = sum(1 for a, c in zip(b.events, b.events[1:]) if a[2] != c[2])
-    gaps = []                  # idle cycles at an output between two table phases' packets
-    for q in range(P):
-        pk_q = b.output_packets(q)
-        for (e0, _, x0), (_, s1, x1) in zip(pk_q, pk_q[1:]):
-            if pk.DEFAULT_PHASE not in (x0.header.phase, x1.header.phase) and \
-                    x0.header.phase != x1.header.phase:
-                gaps.append(s1 - e0 - 1)
-    res = {"cycles": n, "flits": flits, "rounds": len(b.events), "phase_changes": changes,
-           "flits_per_cycle_per_port": round(flits / n / P, 4),
-           "busiest_flits": busiest, "fraction_of_bound": round(busiest / n, 4),
-           "phase_change_idle_cycles": {"mean": round(sum(gaps) / len(gaps), 2) if gaps else None,
-                                        "max": max(gaps, default=None), "samples": len(gaps)}}
-    dut._log.info(f"switch all-to-all: {res}")
     with open(cfg["out"], "w") as f:
         json.dump(res, f)

@@ -1,8 +1,10 @@
 """Measure all-to-all throughput on the switch RTL: precompiled phases vs online routing.
 
 :func:`measure_all_to_all` builds the switch (Verilator, cached; the bench build of
-:mod:`fred.sim.characterize.switch` with the switch's default phase-table capacity) and runs
-sim/benches/switch_online.py (test ``switch_a2a``) four times:
+:mod:`fred.sim.characterize.switch` with the switch's default phase-table capacity: at 12 ports
+the very build the switch measurement and the fault curve of ``fred characterize`` run on) and
+runs the ``a2a`` scenario of :mod:`fred.sim.compiled.scenarios` four times, on the compiled
+switch (lockstep; ``backend="cocotb"``: the same world under cocotb, the same figures):
 
 * **uniform**: every input sends ``packets_per_pair`` packets to every other output;
 * **skewed**: every input sends ``packets_per_source`` packets, each to an output drawn from a
@@ -33,7 +35,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import tempfile
 import time
 from pathlib import Path
 
@@ -66,28 +67,29 @@ def _switch(ports, length, lanes=4, dtype="fp16", middle=3, fabric="fred"):
 
 
 def run_a2a(ports, schedule, *, seed, length, lanes=4, dtype="fp16", middle=3, stall=0.0,
-            fabric="fred") -> dict:
-    """One bench run of ``schedule`` (:class:`fred.hdl.routing.all_to_all.Schedule`); the bench's result
-    dict plus ``phases``, ``online_packets`` and ``filler_packets`` (with filler, ``flits``,
+            fabric="fred", backend="compiled", speeds=None) -> dict:
+    """One run of ``schedule`` (:class:`fred.hdl.routing.all_to_all.Schedule`): the ``a2a``
+    scenario of :mod:`fred.sim.compiled.scenarios` on ``backend`` (``"compiled"``: the switch
+    compiled as a shared library, lockstep; ``"cocotb"``: the same world under cocotb, the same
+    figures for the same seed). Returns the scenario's result dict plus ``phases``,
+    ``online_packets``, ``filler_packets`` and ``method`` (with filler, ``flits``,
     ``flits_per_cycle_per_port``, ``busiest_flits`` and ``fraction_of_bound`` count the
-    matrix's packets, ``flits_sent`` every flit the bench delivered)."""
-    from .switch import _base_config
-    from fred.sim.toolchain import run_bench
+    matrix's packets, ``flits_sent`` every flit the bench delivered); ``speeds`` (a list) gets
+    the run's ``(cycles, seconds)``."""
+    from .switch import BACKENDS, _base_config, run_lockstep
 
+    if backend not in BACKENDS:
+        raise ValueError(f"all-to-all backend {backend!r} must be one of {', '.join(BACKENDS)}")
     verilog, sw = _switch(ports, length, lanes, dtype, middle, fabric)
     if len(schedule.phases) > sw.capacity:
         raise ValueError(f"{len(schedule.phases)} phases do not fit the {sw.capacity}-entry table")
     table = schedule.table(pk.VC_DP)
     order = schedule.per_source(random.Random(seed))
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "a2a.json"
-        cfg = dict(_base_config(sw, table), out=str(out), order=[order[p] for p in range(ports)],
-                   length=length, stall=stall, rx_credits=[200, 200, 200, 8], credit_burst=8,
-                   max_cycles=2_000_000)
-        run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.benches.switch_online",
-                  tag=f"switch-p{ports}-{dtype}-{sw.fabric_kind}", config=cfg, seed=seed,
-                  testcase="switch_a2a")
-        res = json.loads(out.read_text())
+    cfg = dict(_base_config(sw, table), scenario="a2a", order=[order[p] for p in range(ports)],
+               length=length, stall=stall, rx_credits=[200, 200, 200, 8], credit_burst=8,
+               max_cycles=2_000_000)
+    (res,) = run_lockstep(verilog, sw, f"switch-p{ports}-{dtype}-{sw.fabric_kind}", [cfg], seed,
+                          backend, speeds)
     res["phases"] = len(schedule.phases)
     res["online_packets"] = sum(map(sum, schedule.online))
     # filler packets (padded phases) are traffic to the bench; the figures count the matrix's
@@ -106,11 +108,12 @@ def run_a2a(ports, schedule, *, seed, length, lanes=4, dtype="fp16", middle=3, s
 def measure_all_to_all(ports=4, seed=1, packets_per_pair=None, packets_per_source=None,
                        length=None, exponent=ZIPF_EXPONENT, stall=0.0, lanes=None, dtype=None,
                        middle=None, online_packets_per_pair=None,
-                       online_packets_per_source=None) -> dict:
+                       online_packets_per_source=None, backend="compiled") -> dict:
     """Both methods on a uniform and a Zipf-skewed all-to-all; returns ``{"ports", "seed",
     "length", "packets_per_pair", "packets_per_source", "exponent", "capacity", "runs":
     {"precompiled-uniform", "precompiled-skewed", "online-uniform", "online-skewed"},
-    "figures": {"precompiled": {...}, "online": {...}}, "runtime_s"}``."""
+    "figures": {"precompiled": {...}, "online": {...}}, "runtime_s"}``; ``backend``: as
+    :func:`run_a2a`."""
     d = dict(DEFAULTS)
     d.update({k: v for k, v in (("lanes", lanes), ("dtype", dtype), ("middle", middle))
               if v is not None})
@@ -136,7 +139,7 @@ def measure_all_to_all(ports=4, seed=1, packets_per_pair=None, packets_per_sourc
         sched = compile_all_to_all(M, cap, length=L) if method == "precompiled" else online_schedule(M)
         runs[f"{method}-{kind}"] = r = run_a2a(ports, sched, seed=seed, length=L, stall=stall,
                                                lanes=d["lanes"], dtype=d["dtype"],
-                                               middle=d["middle"])
+                                               middle=d["middle"], backend=backend)
         assert r["busiest_flits"] == bound_packets(M) * (1 + L)
     pu = runs["precompiled-uniform"]
     figures = {m: {"uniform_flits_per_cycle_per_port": runs[f"{m}-uniform"]["flits_per_cycle_per_port"],

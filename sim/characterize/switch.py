@@ -113,7 +113,8 @@ def activation_samples_for(ports: int) -> int:
 
 def measure_switch(ports=4, middle=3, lanes=2, dtype="int32", fabric="fred", seed=1,
                    preemptions=10, stress_rounds=12, max_len=4, data_depth=None,
-                   ctrl_depth=2, activation_samples=None, shared=None, backend="compiled") -> dict:
+                   ctrl_depth=2, activation_samples=None, shared=None, backend="compiled",
+                   table_entries=8) -> dict:
     """Run the measurement and stress benches; return the dict documented above.
 
     ``max_len``: data flits per packet in every measured round (the paper's 4 KB packets in
@@ -124,6 +125,10 @@ def measure_switch(ports=4, middle=3, lanes=2, dtype="int32", fabric="fred", see
     :data:`SHARED_FROM_PORTS` ports up, below that the per-instance Verilog that
     tests/sim/test_switch_bench.py and sim/characterize/overlap.py build (so their builds are shared).
     ``backend``: one of :data:`BACKENDS` (the same figures for the same seed).
+    ``table_entries``: the phase table's capacity (8: the unit benches' switch; ``None``: the
+    switch's default, what fits the paper's 1.5 KB -- the build the all-to-all measurement
+    needs, so that ``fred characterize`` builds one switch for all its switch measurements;
+    the scenarios use 4 entries, their figures do not depend on the capacity).
     """
     depth = check_params(ports, max_len, data_depth)
     if backend not in BACKENDS:
@@ -134,7 +139,7 @@ def measure_switch(ports=4, middle=3, lanes=2, dtype="int32", fabric="fred", see
         activation_samples = activation_samples_for(ports)
     t0 = time.monotonic()
     verilog, sw = _build(ports, middle, lanes, dtype, fabric, depth=depth, ctrl_depth=ctrl_depth,
-                         max_len=max_len, shared=shared)
+                         max_len=max_len, entries=table_entries, shared=shared)
     cfg = dict(_base_config(sw, _phases(ports)), scenario="measure", preemptions=preemptions,
                max_cycles=200_000, activation_samples=activation_samples)
     scfg = stress_config(sw, stress_rounds)

@@ -1,11 +1,12 @@
 """The FRED switch compiled for Python: the Verilog under Verilator as a shared library driven
 through ``ctypes`` (``loader``, ``harness.cpp``), the cycle-stepped switch benches that run on it
-or, unchanged, under cocotb (``world``, ``scenarios``; the cocotb twin ``cocotb_driver`` is not
+or, unchanged, under cocotb (``world``, ``scenarios``: the latency measurement, the stress run,
+the all-to-all; the cocotb twin ``cocotb_driver`` is not
 imported here: it needs cocotb). The replay soak on top of it is :mod:`fred.sim.soak.switch`.
 """
 
 from .loader import (LOCKSTEP_OPT, REPLAY_OPT, CompiledSwitch, PortMap, build, load, port_map)
-from .scenarios import Measurement, make_world, run_compiled, stress
+from .scenarios import SCENARIOS, Measurement, a2a_offered, all_to_all, make_world, run_compiled, stress
 from .world import RANK, STATUS, BenchFailure, SwitchWorld, check_outputs, reset_sequence, wait
 
 __all__ = [
@@ -15,9 +16,12 @@ __all__ = [
     "Measurement",
     "PortMap",
     "RANK",
+    "SCENARIOS",
     "REPLAY_OPT",
     "STATUS",
     "SwitchWorld",
+    "a2a_offered",
+    "all_to_all",
     "build",
     "check_outputs",
     "load",

@@ -4,6 +4,9 @@ compiled driver.
 * ``measure`` -- :class:`Measurement`: the figures of :mod:`fred.sim.characterize.switch`;
 * ``stress`` -- :func:`stress`: random phases checked against the golden model, the worst round
   latency and the peak buffer occupancy;
+* ``a2a`` -- :func:`all_to_all`: an all-to-all (precompiled phases of
+  :func:`fred.hdl.routing.compile_all_to_all` and/or default-index packets routed online), every
+  packet checked, the throughput figures of :mod:`fred.sim.characterize.all_to_all`;
 * :func:`run_compiled` steps a world against the compiled switch (the cocotb twin is
   :mod:`fred.sim.compiled.cocotb_driver`).
 """
@@ -14,11 +17,12 @@ import random
 from collections import deque, defaultdict
 
 from fred.contract import packet as pk
-from fred.sim.golden import SwitchModel, make_traffic, phases_from_json
+from fred.sim.golden import Offered, SwitchModel, make_traffic, phases_from_json
 
 from .world import STATUS, SwitchWorld, check_outputs, reset_sequence, wait
 
-__all__ = ["Measurement", "stress", "make_world", "run_compiled"]
+__all__ = ["Measurement", "stress", "all_to_all", "a2a_offered", "make_world", "run_compiled",
+           "SCENARIOS"]
 
 
 # -- the measurement scenario --------------------------------------------------------------------
@@ -203,26 +207,40 @@ def stress(w: SwitchWorld):
                            bad_rate=cfg.get("bad_rate", 0.0), online_rate=cfg.get("online_rate", 0.0))
     exp = model.expected(offered)
     w.grant_all()
-    done = [False] * w.P
-    items_sent = [[] for _ in range(w.P)]
-    for p in range(w.P):
-        w.spawn(_source(w, p, offered[p].items, random.Random(rng.random()), done, items_sent[p]))
+    done, items_sent = _start_sources(w, offered, rng)
     want = exp.flits()
-    quiet, seen, bound = 0, -1, cfg.get("bound", 10_000)
-    while any(len(w.beats[q]) < want.get(q, 0) for q in range(w.P)) or not all(done):
-        yield
-        now = sum(len(b) for b in w.beats)
-        quiet = quiet + 1 if now == seen and all(done) else 0
-        seen = now
-        if quiet > bound:
-            break                               # flits lost: the count check says so
-    yield from wait(60 + 4 * w.P)               # anything extra would show up now
+    bound = cfg.get("bound", 10_000)
+    yield from _delivered(w, want, done, bound)
     got_times = check_outputs(w, exp, want)
     worst = _worst_round(w, exp, got_times, items_sent, bound)
     w.result = {"cycles": w.now, "rounds": len(w.events), "worst_round": worst, "peak": w.peaks()}
     if w.trace:
         w.result["trace"] = w.trace
     w.finished = True
+
+
+def _start_sources(w, offered, rng):
+    """One :func:`_source` per port; returns ``(done, items_sent)`` (filled as they run)."""
+    done = [False] * w.P
+    items_sent = [[] for _ in range(w.P)]
+    for p in range(w.P):
+        w.spawn(_source(w, p, offered[p].items, random.Random(rng.random()), done, items_sent[p]))
+    return done, items_sent
+
+
+def _delivered(w, want, done, bound):
+    """(generator) Until every output has its ``want`` flits and every source is done (or
+    nothing moved for ``bound`` cycles after the sources finished: flits lost, the count check
+    says so), then ``60 + 4 P`` cycles more: anything extra would show up then."""
+    quiet, seen = 0, -1
+    while any(len(w.beats[q]) < want.get(q, 0) for q in range(w.P)) or not all(done):
+        yield
+        now = sum(len(b) for b in w.beats)
+        quiet = quiet + 1 if now == seen and all(done) else 0
+        seen = now
+        if quiet > bound:
+            break
+    yield from wait(60 + 4 * w.P)
 
 
 def _source(w, p, items, rng, done, items_sent):
@@ -268,6 +286,102 @@ def _worst_round(w, exp, got_times, items_sent, bound) -> int:
     return worst
 
 
+# -- the all-to-all scenario ---------------------------------------------------------------------
+def a2a_offered(P, order, rng, *, length, flit_bits):
+    """``{port: Offered}`` and ``{(source, destination): [data tuple, ...]}`` for ``order``
+    (per port a list of ``[phase, destination]``: a phase-table index, the k-th packet of a
+    phase carrying ``seq`` k at every input, or ``None``: a default-index packet naming
+    ``destination``, routed online); ``length`` random data flits per packet."""
+    offered = {p: Offered() for p in range(P)}
+    sent = defaultdict(list)
+    seq = defaultdict(int)
+    for p in range(P):
+        for phase, d in order[p]:
+            data = tuple(rng.randrange(1 << flit_bits) for _ in range(length))
+            key = (p, pk.DEFAULT_PHASE if phase is None else phase, d if phase is None else 0)
+            s = seq[key] % pk.SEQ_MOD
+            seq[key] += 1
+            h = (pk.Header.data(pk.VC_DP, pk.DEFAULT_PHASE, s, length, port=d) if phase is None
+                 else pk.Header.data(pk.VC_DP, phase, s, length))
+            x = pk.Packet(h, data)
+            offered[p].items.append(("data", pk.pack(x, flit_bits), x))
+            sent[(p, d)].append(data)
+    return offered, sent
+
+
+def all_to_all(w: SwitchWorld):
+    """(generator) The ``a2a`` scenario: every input sends its packets of ``cfg["order"]``
+    (:func:`a2a_offered`; ``cfg["length"]`` data flits each) as fast as its credits allow, the
+    sinks stall with probability ``cfg["stall"]``.
+
+    Checks: every packet against the golden model (:func:`check_outputs`: exact flit counts,
+    per table phase and output and per online stream in order, bit-exact; the error counters;
+    the world's per-cycle checks: credits, the stream rule, strict priority); per (source,
+    destination) the packets delivered are exactly the ones sent, once, in the order sent (the
+    source of a table-phase packet is the phase's input for that output; of an online one, its
+    port byte).
+
+    ``world.result``: ``cycles`` from the first header accepted at an input to the last flit
+    delivered, ``flits`` delivered (headers included), ``flits_per_cycle_per_port``,
+    ``busiest_flits`` (the busiest input's or output's flits) and ``fraction_of_bound``
+    (= busiest_flits / cycles), ``rounds`` started, ``phase_changes`` (rounds whose phase
+    differs from the previous round's), ``phase_change_idle_cycles`` ``{mean, max, samples}``:
+    at every output, the idle cycles between the last flit of one table phase's packet and the
+    header of the next phase's (0 = back to back)."""
+    cfg, rng, P, L = w.cfg, w.rng, w.P, w.cfg["length"]
+    phases = phases_from_json(cfg["phases"])
+    model = SwitchModel(P, cfg["middle"], cfg["lanes"], cfg["dtype"], phases, fabric=cfg["fabric"],
+                        max_len=cfg["max_len"])
+    offered, sent = a2a_offered(P, cfg["order"], rng, length=L, flit_bits=w.flit_bits)
+    exp = model.expected(offered)
+    if exp.err_packet or exp.err_phase:
+        w.fail(f"the golden model drops {exp.err_packet + exp.err_phase} packets of the "
+               f"all-to-all's program (a phase or port the table does not route)")
+    w.grant_all()
+    done, _ = _start_sources(w, offered, rng)
+    want = exp.flits()
+    yield from _delivered(w, want, done, cfg.get("bound", 10_000))
+    check_outputs(w, exp, want)
+    src_of = {(k, q): min(f.inputs) for k, (_, flows) in phases.items() for f in flows
+              for q in f.outputs}
+    got = defaultdict(list)
+    for q in range(P):
+        for _, _, x in w.output_packets(q):
+            h = x.header
+            s = h.port if h.phase == pk.DEFAULT_PHASE else src_of[(h.phase, q)]
+            got[(s, q)].append(tuple(x.data))
+    for pair in sorted(set(sent) | set(got)):
+        if got.get(pair, []) != sent.get(pair, []):
+            w.fail(f"pair {pair[0]} -> {pair[1]}: {len(got.get(pair, []))} packets delivered, "
+                   f"{len(sent.get(pair, []))} sent, or not the same data in the same order")
+    t0 = min(s[0][0] for s in w.sent if s)
+    t1 = max(b[-1][0] for b in w.beats if b)
+    n = t1 - t0 + 1
+    flits = sum(want.values())
+    per_in = defaultdict(int)
+    for (s, _), pkts in sent.items():
+        per_in[s] += len(pkts) * (1 + L)
+    busiest = max(max(per_in.values()), max(want.values()))
+    changes = sum(1 for a, c in zip(w.events, w.events[1:]) if a[2] != c[2])
+    gaps = []
+    for q in range(P):
+        pk_q = w.output_packets(q)
+        for (e0, _, x0), (_, s1, x1) in zip(pk_q, pk_q[1:]):
+            if pk.DEFAULT_PHASE not in (x0.header.phase, x1.header.phase) and \
+                    x0.header.phase != x1.header.phase:
+                gaps.append(s1 - e0 - 1)
+    w.result = {"cycles": n, "flits": flits, "rounds": len(w.events), "phase_changes": changes,
+                "flits_per_cycle_per_port": round(flits / n / P, 4),
+                "busiest_flits": busiest, "fraction_of_bound": round(busiest / n, 4),
+                "phase_change_idle_cycles": {
+                    "mean": round(sum(gaps) / len(gaps), 2) if gaps else None,
+                    "max": max(gaps, default=None), "samples": len(gaps)}}
+    w.finished = True
+
+
+#: the scenarios a world runs (``cfg["scenario"]``)
+SCENARIOS = ("measure", "stress", "a2a")
+
 
 def make_world(cfg, seed) -> SwitchWorld:
     """The world of ``cfg["scenario"]`` with its scenario task spawned."""
@@ -278,8 +392,10 @@ def make_world(cfg, seed) -> SwitchWorld:
         w.spawn(Measurement(w).run())
     elif scenario == "stress":
         w.spawn(stress(w))
+    elif scenario == "a2a":
+        w.spawn(all_to_all(w))
     else:
-        raise ValueError(f"unknown lockstep scenario {scenario!r}; known: measure, stress")
+        raise ValueError(f"unknown lockstep scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
     return w
 
 
