@@ -11,7 +11,6 @@ from .overlap import overlap_phases
 from .streams import (
     Cycles, PauseGenerator, StreamDriver, StreamMonitor, pack_lanes, start, unpack_lanes, watchdog)
 from .switch_harness import Bench, RANK
-from .switch_online import perm_traffic
 
 __all__ = [
     "Bench",
@@ -31,7 +30,6 @@ __all__ = [
     "measure_crossbar",
     "overlap_phases",
     "pack_lanes",
-    "perm_traffic",
     "report",
     "representative_modes",
     "run_cell_regression",

@@ -44,7 +44,7 @@ The system model uses ``phase_switch_cycles`` where phases follow each other and
 ``cut_through_cycles["preemption"]["max"]`` where a higher-priority phase interrupts a lower one.
 
 :func:`measure_online` measures online routing (default index 255) against a precompiled phase
-doing the same permutation (sim/benches/switch_online.py).
+doing the same permutation (the ``throughput`` scenario of :mod:`fred.sim.compiled.scenarios`).
 """
 
 from __future__ import annotations
@@ -262,19 +262,20 @@ if __name__ == "__main__":
 
 
 def measure_online(ports=4, middle=3, lanes=2, dtype="int32", fabric="fred", seed=1, packets=24,
-                   length=4, shared=None) -> dict:
-    """Throughput of online routing (sim/benches/switch_online.py): a random permutation (from
-    ``seed``) as a precompiled table phase and as default-index packets, and default-index
-    all-to-all; every input sends ``packets`` packets of ``length`` data flits back to back.
-    Returns ``{"params", "perm", "packets", "length", "table", "online", "online-a2a",
-    "runtime_s"}``, each run's figures as the bench writes them."""
+                   length=4, shared=None, backend="compiled") -> dict:
+    """Throughput of online routing (the ``throughput`` scenario of
+    :mod:`fred.sim.compiled.scenarios`): a random permutation (from ``seed``) as a precompiled
+    table phase and as default-index packets, and default-index all-to-all; every input sends
+    ``packets`` packets of ``length`` data flits back to back, every packet checked. Returns
+    ``{"params", "perm", "packets", "length", "table", "online", "online-a2a", "runtime_s"}``,
+    each run's figures as the scenario gives them; ``backend``: one of :data:`BACKENDS`."""
     import random
-
-    from fred.sim.toolchain import run_bench
 
     depth = check_params(ports, length)
     if not isinstance(packets, int) or isinstance(packets, bool) or not 1 <= packets <= 10_000:
         raise ValueError(f"packets {packets!r} must be 1..10000 per port")
+    if backend not in BACKENDS:
+        raise ValueError(f"online throughput backend {backend!r} must be one of {', '.join(BACKENDS)}")
     if shared is None:
         shared = ports >= SHARED_FROM_PORTS
     t0 = time.monotonic()
@@ -287,16 +288,12 @@ def measure_online(ports=4, middle=3, lanes=2, dtype="int32", fabric="fred", see
     random.Random(seed).shuffle(perm)
     phases = {0: (pk.VC_DP, [Flow({p}, {perm[p]}) for p in range(ports)])}
     out = {"params": sw.describe(), "perm": perm, "packets": packets, "length": length}
-    tag = f"switch-p{ports}-{dtype}-{sw.fabric_kind}"
-    with tempfile.TemporaryDirectory() as tmp:
-        for mode in ("table", "online", "online-a2a"):
-            path = Path(tmp) / f"{mode}.json"
-            cfg = dict(_base_config(sw, phases), out=str(path), mode=mode, perm=perm,
-                       packets=packets, length=length, rx_credits=[200, 200, 200, 8],
-                       credit_burst=8, max_cycles=400_000)
-            run_bench(verilog=verilog, toplevel="fred_switch", test_module="fred.sim.benches.switch_online",
-                      tag=tag, config=cfg, seed=seed, testcase="switch_throughput")
-            out[mode] = json.loads(path.read_text())
+    modes = ("table", "online", "online-a2a")
+    cfgs = [dict(_base_config(sw, phases), scenario="throughput", mode=mode, perm=perm,
+                 packets=packets, length=length, rx_credits=[200, 200, 200, 8], credit_burst=8,
+                 max_cycles=400_000) for mode in modes]
+    res = run_lockstep(verilog, sw, f"switch-p{ports}-{dtype}-{sw.fabric_kind}", cfgs, seed, backend)
+    out.update(zip(modes, res))
     out["runtime_s"] = round(time.monotonic() - t0, 1)
     return out
 

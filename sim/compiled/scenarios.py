@@ -7,6 +7,8 @@ compiled driver.
 * ``a2a`` -- :func:`all_to_all`: an all-to-all (precompiled phases of
   :func:`fred.hdl.routing.compile_all_to_all` and/or default-index packets routed online), every
   packet checked, the throughput figures of :mod:`fred.sim.characterize.all_to_all`;
+* ``throughput`` -- :func:`throughput`: a permutation from a table phase or routed online, or an
+  online all-to-all, back to back (:func:`fred.sim.characterize.switch.measure_online`);
 * :func:`run_compiled` steps a world against the compiled switch (the cocotb twin is
   :mod:`fred.sim.compiled.cocotb_driver`).
 """
@@ -17,12 +19,12 @@ import random
 from collections import deque, defaultdict
 
 from fred.contract import packet as pk
-from fred.sim.golden import Offered, SwitchModel, make_traffic, phases_from_json
+from fred.sim.golden import Offered, SwitchModel, make_online_traffic, make_traffic, phases_from_json
 
 from .world import STATUS, SwitchWorld, check_outputs, reset_sequence, wait
 
-__all__ = ["Measurement", "stress", "all_to_all", "a2a_offered", "make_world", "run_compiled",
-           "SCENARIOS"]
+__all__ = ["Measurement", "stress", "all_to_all", "a2a_offered", "throughput", "perm_traffic",
+           "make_world", "run_compiled", "SCENARIOS"]
 
 
 # -- the measurement scenario --------------------------------------------------------------------
@@ -330,18 +332,8 @@ def all_to_all(w: SwitchWorld):
     header of the next phase's (0 = back to back)."""
     cfg, rng, P, L = w.cfg, w.rng, w.P, w.cfg["length"]
     phases = phases_from_json(cfg["phases"])
-    model = SwitchModel(P, cfg["middle"], cfg["lanes"], cfg["dtype"], phases, fabric=cfg["fabric"],
-                        max_len=cfg["max_len"])
     offered, sent = a2a_offered(P, cfg["order"], rng, length=L, flit_bits=w.flit_bits)
-    exp = model.expected(offered)
-    if exp.err_packet or exp.err_phase:
-        w.fail(f"the golden model drops {exp.err_packet + exp.err_phase} packets of the "
-               f"all-to-all's program (a phase or port the table does not route)")
-    w.grant_all()
-    done, _ = _start_sources(w, offered, rng)
-    want = exp.flits()
-    yield from _delivered(w, want, done, cfg.get("bound", 10_000))
-    check_outputs(w, exp, want)
+    exp, want = yield from _bulk(w, phases, offered)
     src_of = {(k, q): min(f.inputs) for k, (_, flows) in phases.items() for f in flows
               for q in f.outputs}
     got = defaultdict(list)
@@ -354,9 +346,7 @@ def all_to_all(w: SwitchWorld):
         if got.get(pair, []) != sent.get(pair, []):
             w.fail(f"pair {pair[0]} -> {pair[1]}: {len(got.get(pair, []))} packets delivered, "
                    f"{len(sent.get(pair, []))} sent, or not the same data in the same order")
-    t0 = min(s[0][0] for s in w.sent if s)
-    t1 = max(b[-1][0] for b in w.beats if b)
-    n = t1 - t0 + 1
+    n = _span(w)
     flits = sum(want.values())
     per_in = defaultdict(int)
     for (s, _), pkts in sent.items():
@@ -379,8 +369,75 @@ def all_to_all(w: SwitchWorld):
     w.finished = True
 
 
+def _bulk(w, phases, offered):
+    """(generator) Send ``offered`` (``{port: Offered}``, data packets only) through the switch
+    of ``phases`` as fast as credits allow and check every packet (:func:`check_outputs`);
+    returns the golden model's :class:`fred.sim.golden.Expected` and the flits per output."""
+    cfg = w.cfg
+    model = SwitchModel(w.P, cfg["middle"], cfg["lanes"], cfg["dtype"], phases, fabric=cfg["fabric"],
+                        max_len=cfg["max_len"])
+    exp = model.expected(offered)
+    if exp.err_packet or exp.err_phase:
+        w.fail(f"the golden model drops {exp.err_packet + exp.err_phase} packets of the "
+               f"program (a phase or port the table does not route)")
+    w.grant_all()
+    done, _ = _start_sources(w, offered, w.rng)
+    want = exp.flits()
+    yield from _delivered(w, want, done, cfg.get("bound", 10_000))
+    check_outputs(w, exp, want)
+    return exp, want
+
+
+def _span(w) -> int:
+    """Cycles from the first word accepted at an input to the last flit delivered."""
+    return max(b[-1][0] for b in w.beats if b) - min(s[0][0] for s in w.sent if s) + 1
+
+
+# -- the throughput scenario ---------------------------------------------------------------------
+def perm_traffic(P, perm, rng, *, packets, length, flit_bits, online):
+    """Per port ``packets`` packets of phase 0 (``online`` False) or of the default index naming
+    ``perm[p]``, ``length`` data flits each."""
+    offered = {p: Offered() for p in range(P)}
+    for p in range(P):
+        for k in range(packets):
+            data = tuple(rng.randrange(1 << flit_bits) for _ in range(length))
+            h = (pk.Header.data(pk.VC_DP, pk.DEFAULT_PHASE, k, length, port=perm[p]) if online
+                 else pk.Header.data(pk.VC_DP, 0, k, length))
+            x = pk.Packet(h, data)
+            offered[p].items.append(("data", pk.pack(x, flit_bits), x))
+    return offered
+
+
+def throughput(w: SwitchWorld):
+    """(generator) The ``throughput`` scenario: every input sends ``cfg["packets"]`` packets of
+    ``cfg["length"]`` data flits back to back, by ``cfg["mode"]``: ``table`` (one table phase
+    routes the permutation ``cfg["perm"]``), ``online`` (the same permutation in default-index
+    packets, routed on the fly) or ``online-a2a`` (default-index all-to-all: one packet to every
+    output per exchange, a random order per input, ``packets // ports`` exchanges). Every
+    packet checked (:func:`check_outputs`). ``world.result``: ``mode``, ``cycles`` from the
+    first header accepted to the last flit delivered, ``flits`` delivered (headers included),
+    ``flits_per_cycle_per_port`` (1 = every link busy every cycle),
+    ``payload_per_cycle_per_port`` (data flits only), ``rounds``."""
+    cfg, rng, P, L, n = w.cfg, w.rng, w.P, w.cfg["length"], w.cfg["packets"]
+    if cfg["mode"] == "online-a2a":
+        offered = make_online_traffic(P, rng, pattern="a2a", rounds=max(1, n // P),
+                                      flit_bits=w.flit_bits, max_len=L, length=L)
+    elif cfg["mode"] in ("table", "online"):
+        offered = perm_traffic(P, cfg["perm"], rng, packets=n, length=L, flit_bits=w.flit_bits,
+                               online=cfg["mode"] == "online")
+    else:
+        raise ValueError(f"throughput mode {cfg['mode']!r}; known: table, online, online-a2a")
+    exp, want = yield from _bulk(w, phases_from_json(cfg["phases"]), offered)
+    span, flits = _span(w), sum(want.values())
+    data = sum(len(x.data) for pkts in exp.data.values() for x in pkts)
+    w.result = {"mode": cfg["mode"], "cycles": span, "flits": flits, "rounds": len(w.events),
+                "flits_per_cycle_per_port": round(flits / span / P, 4),
+                "payload_per_cycle_per_port": round(data / span / P, 4)}
+    w.finished = True
+
+
 #: the scenarios a world runs (``cfg["scenario"]``)
-SCENARIOS = ("measure", "stress", "a2a")
+SCENARIOS = ("measure", "stress", "a2a", "throughput")
 
 
 def make_world(cfg, seed) -> SwitchWorld:
@@ -394,6 +451,8 @@ def make_world(cfg, seed) -> SwitchWorld:
         w.spawn(stress(w))
     elif scenario == "a2a":
         w.spawn(all_to_all(w))
+    elif scenario == "throughput":
+        w.spawn(throughput(w))
     else:
         raise ValueError(f"unknown lockstep scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
     return w
