@@ -1,7 +1,9 @@
 """``python -m fred.run`` (``make run``): the whole flow, RTL -> simulation -> timing file -> model.
 
 1. emit Verilog for the microswitch cells, the wafer's switch chiplets FRED_3(12) and FRED_3(10)
-   and the switch into ``build/verilog`` (the same files as ``make verilog``);
+   (the same files as ``make verilog``) and the 12-port switch that step 2 measures (its buffers
+   and packets as characterized, :func:`fred.sim.characterize.switch_verilog`, emitted once for
+   both steps; ``make verilog`` emits the switch with the paper's buffers) into ``build/verilog``;
 2. characterize the RTL in simulation (cells, chiplets, switch; yosys area) into
    ``build/fred-timing.json`` (:mod:`fred.sim.characterize.run`);
 3. print the ``fred estimate`` table computed with that timing file (plot: ``build/estimate.png``);
@@ -43,6 +45,8 @@ class _Steps:
 def emit_verilog(outdir: Path) -> list:
     """Write the Verilog of every available block into ``outdir``; return [(file, status)]."""
     from fred.cli import main as fred_main
+    from fred.contract.outputs import write_atomic
+    from fred.sim.characterize import switch_verilog
 
     outdir.mkdir(parents=True, exist_ok=True)
     common = ["--lanes", str(LANES), "--dtype", DTYPE]
@@ -51,7 +55,6 @@ def emit_verilog(outdir: Path) -> list:
             ("fred_rd.v", ["verilog", "rd", *common])]
     jobs += [(f"fred{MIDDLE}_p{P}.v", ["verilog", "fabric", "--ports", str(P), "--middle", str(MIDDLE), *common])
              for P in CHIPLETS]
-    jobs.append(("fred_switch_p12.v", ["verilog", "switch", "--ports", "12", "--middle", str(MIDDLE)]))
     done = []
     for name, argv in jobs:
         t = time.perf_counter()
@@ -59,6 +62,16 @@ def emit_verilog(outdir: Path) -> list:
         status = "ok" if rc == 0 else f"failed (exit {rc})"
         print(f"  {outdir / name}: {status} ({time.perf_counter() - t:.0f} s)", flush=True)
         done.append((name, status))
+    t = time.perf_counter()
+    name = "fred_switch_p12.v"
+    try:
+        write_atomic(outdir / name, switch_verilog(max(CHIPLETS), lanes=LANES, dtype=DTYPE, middle=MIDDLE))
+        status = "ok"
+    except (OSError, ValueError) as exc:
+        status = f"failed ({exc})"
+    print(f"  {outdir / name}: {status} ({time.perf_counter() - t:.0f} s; the switch step 2 measures)",
+          flush=True)
+    done.append((name, status))
     return done
 
 

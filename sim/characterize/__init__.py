@@ -11,7 +11,7 @@ from .fabric import KINDS, TOP, fabric_verilog, kind_flows, measure_fabric, run_
 from .fabric_random import case_phases, random_flow_set
 from .faults import CURVE_RATES, goodput_curve, run_faults, switch_for
 from .overlap import default_switch_figures, measure_overlap
-from .run import Progress, characterize, chiplet_name, source_revision, tool_versions
+from .run import Progress, characterize, chiplet_name, source_revision, switch_verilog, tool_versions
 from .switch import activation_samples_for, check_params, data_depth_for, measure_online, measure_switch
 # the characterization's defaults (overlap.DEFAULTS are the overlap bench's own)
 from .run import DEFAULTS
@@ -51,6 +51,7 @@ __all__ = [
     "source_revision",
     "switch_buffers",
     "switch_for",
+    "switch_verilog",
     "tool_versions",
     "width_area",
 ]

@@ -54,6 +54,7 @@ from .faults import CURVE_RATES, goodput_curve, run_faults
 from fred.sim.benches import run_cell_regression
 
 __all__ = ["DEFAULTS", "characterize", "source_revision", "tool_versions", "chiplet_name",
+           "switch_verilog",
            "Progress"]
 
 #: the default configuration (the embedded default timing file is this, characterized)
@@ -284,6 +285,22 @@ def _link_faults(cfg, middle, lanes, dtype, prog) -> dict:
     if res["check"] != "pass":
         raise RuntimeError(f"characterize: the fault bench failed: {res['check']}")
     return goodput_curve(res)
+
+
+def switch_verilog(switch_ports=None, switch_packet_flits=None, lanes=None, dtype=None,
+                   middle=None) -> str:
+    """The Verilog text of the switch :func:`characterize` measures with these settings (``None``:
+    :data:`DEFAULTS`; the ports default to the largest chiplet's): the build its switch
+    measurement, fault curve and all-to-all share (the default phase-table capacity; fabric cells
+    as shared modules from :data:`fred.sim.characterize.switch.SHARED_FROM_PORTS` ports up),
+    emitted once per process: ``make run`` writes it into ``build/verilog`` and measures it."""
+    from .all_to_all import _switch
+
+    ports = max(DEFAULTS["chiplets"]) if switch_ports is None else switch_ports
+    flits = DEFAULTS["switch_packet_flits"] if switch_packet_flits is None else switch_packet_flits
+    return _switch(ports, flits, DEFAULTS["lanes"] if lanes is None else lanes,
+                   DEFAULTS["dtype"] if dtype is None else dtype,
+                   DEFAULTS["middle"] if middle is None else middle)[0]
 
 
 def _switch_params(cfg):

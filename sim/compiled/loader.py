@@ -163,10 +163,14 @@ def build(verilog: str, sw, tag: str, opt: str = LOCKSTEP_OPT, top: str = "fred_
         (folder / "harness.cpp").write_text(HARNESS.read_text())
         cmd = ["verilator", "--cc", "--exe", "--build", "-j", "2", "-Mdir", "obj",
                "--top-module", "sw_top", "--prefix", "Vtop", *BUILD_ARGS,
-               "-CFLAGS", f"-fPIC -I{folder}", "-LDFLAGS", "-shared", "-o", "libswitch.so",
+               "-CFLAGS", "-fPIC -I..", "-LDFLAGS", "-shared", "-o", "libswitch.so",
                "dut.v", "sw_top.v", "harness.cpp"]
         env = verilator_env()
-        env["MAKEFLAGS"] = f"{env.get('MAKEFLAGS', '')} OPT_FAST={opt} OPT_SLOW={opt}".strip()
+        # OPT_GLOBAL: Verilator's runtime (verilated.cpp, -Os by default) at the same level; the
+        # build folder named relatively (-I..): the same command line in every build, so the
+        # compiler cache serves the runtime's objects from the first build on
+        env["MAKEFLAGS"] = (f"{env.get('MAKEFLAGS', '')} OPT_FAST={opt} OPT_SLOW={opt} "
+                            f"OPT_GLOBAL={opt}").strip()
         log = folder / "build.log"
         with open(log, "w") as fh:
             rc = subprocess.run(cmd, cwd=folder, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode
