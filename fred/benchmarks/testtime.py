@@ -12,7 +12,7 @@ The figures depend on the machine and on its load (the block states both: cores 
 average when the run started) and on the build cache (``~/.cache/fred``: a design built before
 is not rebuilt; the block states how many Verilator builds the run made).
 
-``--fresh`` measures what a fresh machine pays, the figure the README states: it clones this
+``--fresh`` (``python -m fred.benchmarks.testtime --fresh``) measures what a fresh machine pays, the figure the README states: it clones this
 checkout's ``HEAD`` into a temporary folder, points ``XDG_CACHE_HOME`` at an empty folder there (so
 the build cache, the compiler cache and YoWASP's compiled WebAssembly are all cold, as on a CI
 machine; pip keeps its own download cache, so no package is downloaded twice) and runs ``make
@@ -197,7 +197,7 @@ def fresh_report(venv: dict, run: dict, recs: list, builds: list) -> str:
     """The README block of a ``--fresh`` run: ``make venv`` and ``make test`` from a clone with an
     empty build cache, their sum, and the slowest tests."""
     total_wall, total_cpu = venv["wall"] + run["wall"], venv["cpu"] + run["cpu"]
-    lines = [f"A fresh clone of revision {run['revision']}, measured by `python -m fred.bench testtime --fresh` "
+    lines = [f"A fresh clone of revision {run['revision']}, measured by `python -m fred.benchmarks.testtime --fresh` "
              f"(a clone of `HEAD` in a temporary folder, `XDG_CACHE_HOME` an empty folder: no Verilator "
              f"build, compiler cache or compiled yosys to start from, as on a CI machine; pip's download "
              f"cache kept): **`make venv` + `make test`: {total_wall:,.0f} s wall, {total_cpu:,.0f} s CPU** "
