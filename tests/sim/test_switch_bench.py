@@ -140,8 +140,13 @@ def _caught(testcase, fault, **kw):
         run(testcase, 1, P=4, fault=fault, **kw)
 
 
+@pytest.mark.regress
 def test_switch_header_off_by_one_caught():
-    """Output headers with phase index + 1: the per-packet scoreboard fails at the first one."""
+    """Output headers with phase index + 1: the per-packet scoreboard fails at the first one.
+    make regress: in make test this mutant is caught on the compiled path
+    (tests/sim/test_switch_soak.py::test_switch_soak_catches_a_wrong_header, the same Verilog of
+    the same mutant), so make test no longer builds the mutant a second time for cocotb (a 4-port
+    switch build: about 30 s of CPU with an empty build cache)."""
     _caught("switch_random", "header-off-by-one", rounds=3)
 
 
