@@ -90,7 +90,8 @@ BUILD_ARGS = ("-Wno-fatal", "-O2", "--x-assign", "fast", "--x-initial", "fast")
 #: C++ optimisation of a cocotb bench's model code (Verilator's OPT_FAST/OPT_SLOW; part of the
 #: key). The benches spend their time in cocotb's Python, not in the model, and -O0 compiles the
 #: model about 4x faster than Verilator's -Os (a 1.3 MB file of the 5-port switch: 3.2 s against
-#: 13.9 s of CPU). The compiled soaks (sim/soak/builder.py) keep -Os: their time is the model's.
+#: 13.9 s of CPU). The compiled soaks (sim/soak/builder.py) build at -O0 too (TEST_OPT) but for
+#: ``make bench soak``, whose figure is the model's speed (SPEED_OPT, -Os).
 BENCH_OPT = "-O0"
 TIMESCALE = ("1ns", "1ps")
 #: the extra Verilator option of a build whose Verilog has hierarchical blocks

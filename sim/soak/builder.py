@@ -30,7 +30,8 @@ from fred.contract.cache import cached_entry
 
 from fred.sim.toolchain import build_root, verilator_env, verilator_root
 
-__all__ = ["SoakDesign", "build", "start", "finish", "raw_speed", "HARNESS", "BUILD_ARGS"]
+__all__ = ["SoakDesign", "build", "start", "finish", "raw_speed", "HARNESS", "BUILD_ARGS", "TEST_OPT",
+           "SPEED_OPT"]
 
 #: the C++ harness (next to this module)
 HARNESS = Path(__file__).with_name("harness.cpp")
@@ -38,6 +39,14 @@ HARNESS = Path(__file__).with_name("harness.cpp")
 #: (the C++ compiler keeps Verilator's own flags, as the cocotb builds do)
 BUILD_ARGS = ("-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fatal", "-Wno-lint",
               "-Wno-style", "--noassert")
+#: C++ optimisation of the model and harness (Verilator's OPT_FAST and OPT_SLOW; part of the cache
+#: key) of the soaks that check: a test's soak runs for a second or less, its build for 10-50 s of
+#: CPU, and -O0 halves that build (FRED_3(12), int32 x 1: 21 s against 47 s of CPU, measured with an
+#: empty build cache) while the same checks run on the same Verilog. Verilator's runtime library
+#: (OPT_GLOBAL) keeps its default, so ccache shares those objects with every other build of a run.
+TEST_OPT = "-O0"
+#: the optimisation of a build whose speed is the figure (``make bench soak``): Verilator's default
+SPEED_OPT = "-Os"
 
 
 @dataclass(frozen=True)
@@ -103,18 +112,23 @@ def ports_header(d: SoakDesign) -> str:
     return "\n".join(lines + ["}", ""])
 
 
-def _identity(d: SoakDesign) -> str:
-    key = json.dumps([d.verilog, d.top, wrapper_verilog(d), ports_header(d), HARNESS.read_text(),
-                      list(BUILD_ARGS), version("verilator"), str(verilator_root())])
+def _identity(d: SoakDesign, opt: str = SPEED_OPT) -> str:
+    key = [d.verilog, d.top, wrapper_verilog(d), ports_header(d), HARNESS.read_text(),
+           list(BUILD_ARGS), version("verilator"), str(verilator_root())]
+    key = json.dumps(key + ([opt] if opt != SPEED_OPT else []))  # Verilator's default: the key of before
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
-def build(d: SoakDesign, waves: bool = False) -> Path:
-    """The harness executable for ``d`` (built once per design, harness and toolchain);
-    ``waves``: a separate build with tracing (``FRED_SOAK_VCD`` names the VCD a run writes).
+def build(d: SoakDesign, waves: bool = False, opt: str = TEST_OPT) -> Path:
+    """The harness executable for ``d`` (built once per design, harness, toolchain and ``opt``, the
+    C++ optimisation: :data:`TEST_OPT` or :data:`SPEED_OPT`); ``waves``: a separate build with
+    tracing (``FRED_SOAK_VCD`` names the VCD a run writes).
 
     A failed build raises ``RuntimeError`` naming a copy of its log."""
-    name = f"soak-{d.tag}-{_identity(d)}" + ("-waves" if waves else "")
+    if opt not in (TEST_OPT, SPEED_OPT):
+        raise ValueError(f"soak build optimisation {opt!r}: {TEST_OPT} or {SPEED_OPT}")
+    name = (f"soak-{d.tag}{'' if opt == SPEED_OPT else opt}-{_identity(d, opt)}"
+            + ("-waves" if waves else ""))
 
     def make(folder: Path):
         (folder / "dut.v").write_text(d.verilog)
@@ -124,11 +138,13 @@ def build(d: SoakDesign, waves: bool = False) -> Path:
         cmd = ["verilator", "--cc", "--exe", "--build", "-j", "2", "-Mdir", "obj",
                "--top-module", "soak_top", "--prefix", "Vsoak_top", *BUILD_ARGS,
                *(["--trace"] if waves else []),
-               "-CFLAGS", f"-I{folder}", "-o", "soak_sim",
+               "-o", "soak_sim",
                "dut.v", "soak_top.v", "soak_harness.cpp"]
         log = folder / "build.log"
+        env = verilator_env()
+        env["MAKEFLAGS"] = f"{env.get('MAKEFLAGS', '')} OPT_FAST={opt} OPT_SLOW={opt}".strip()
         with open(log, "w") as fh:
-            rc = subprocess.run(cmd, cwd=folder, env=verilator_env(), stdout=fh,
+            rc = subprocess.run(cmd, cwd=folder, env=env, stdout=fh,
                                 stderr=subprocess.STDOUT).returncode
         if rc != 0:
             kept = build_root() / f"{name}.failed.log"
@@ -136,7 +152,7 @@ def build(d: SoakDesign, waves: bool = False) -> Path:
             kept.write_text(log.read_text())
             raise RuntimeError(f"{d.tag}: Verilator build of the soak harness failed "
                                f"(exit {rc}); log {kept}")
-        return {"files": ["obj/soak_sim"], "tag": d.tag, "top": d.top}
+        return {"files": ["obj/soak_sim"], "tag": d.tag, "top": d.top, "opt": opt}
 
     return cached_entry("sim", name, make) / "obj" / "soak_sim"
 

@@ -31,7 +31,7 @@ from fred.hdl.verilog import emit
 
 from fred.sim.golden import cells as gc
 from fred.sim.golden import random_operands
-from .builder import SoakDesign
+from .builder import TEST_OPT, SoakDesign
 from .batch_io import StimPhase
 from .run import SoakStats, check_phase, run_batches, span_rate
 
@@ -104,10 +104,11 @@ class CellSoakReport:
 
 def cell_soak(kind, *, middle=3, lanes=4, dtype="fp16", beats=10_000, batches=1, seed=None,
               modes=None, pauses=DEFAULT_PAUSES, random_phase=True, fault=None,
-              codes=None) -> CellSoakReport:
+              codes=None, opt=TEST_OPT) -> CellSoakReport:
     """Soak one cell in the compiled harness (module docstring); raises ``AssertionError`` on
     the first wrong phase. ``beats`` per mode per batch; ``codes`` (tests only) replaces the
-    configuration word of each mode."""
+    configuration word of each mode; ``opt``: the build's C++ optimisation
+    (:data:`fred.sim.soak.builder.TEST_OPT`, or ``SPEED_OPT`` for a speed figure)."""
     # long: one closure generates a batch, one checks it; both need the cell's parameters
     if not isinstance(beats, int) or beats < 1:
         raise ValueError(f"beats must be >= 1, got {beats!r}")
@@ -156,7 +157,7 @@ def cell_soak(kind, *, middle=3, lanes=4, dtype="fp16", beats=10_000, batches=1,
             if ph.idle == 0 and ph.stall == 0 and routes:
                 _line_rate(ph, res, lat, d)
 
-    stats = run_batches(design, batches, gen, check, seed, f"{kind} cell soak")
+    stats = run_batches(design, batches, gen, check, seed, f"{kind} cell soak", opt)
     return CellSoakReport(kind, cell.middle, L, dt, lat, seed, stats, figures)
 
 

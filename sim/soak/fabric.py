@@ -35,7 +35,7 @@ from fred.hdl.routing import route
 from fred.sim.characterize import case_phases
 from fred.sim.golden import check_sums, random_inputs, simulate_result, tree_reference
 from fred.sim.characterize import TOP, fabric_verilog
-from .builder import SoakDesign
+from .builder import TEST_OPT, SoakDesign
 from .batch_io import StimPhase, unpack
 from .run import SoakStats, check_phase, run_batches, span_rate
 
@@ -89,7 +89,7 @@ def _setting(which, prng, idle=None):
 
 def fabric_soak(ports, middle, lanes=1, dtype="fp16", *, beats=64, batches=1, seed=None,
                 fault=None, flowsets=None, settings=SETTINGS, idle=None, specials="mixed",
-                wrong_config=None, idle_bound=None) -> FabricSoakReport:
+                wrong_config=None, idle_bound=None, opt=TEST_OPT) -> FabricSoakReport:
     """Soak FRED_middle(ports) in the compiled harness (module docstring); ``beats`` per input
     port per phase. Raises ``AssertionError`` on the first wrong phase.
 
@@ -98,7 +98,8 @@ def fabric_soak(ports, middle, lanes=1, dtype="fp16", *, beats=64, batches=1, se
     idle probability of the ``"idle"`` setting); ``specials``: ``"mixed"`` (every other phase),
     True or False; ``wrong_config`` (tests only): load the routing of these flows in every
     phase instead of the phase's own; ``idle_bound`` replaces :func:`gapped_latency_bound` as
-    the most cycles a beat may take with idle sources."""
+    the most cycles a beat may take with idle sources; ``opt``: the build's C++ optimisation
+    (:data:`fred.sim.soak.builder.TEST_OPT`, or ``SPEED_OPT`` for a speed figure)."""
     # long: one closure generates a batch, one checks it; both need the fabric's parameters
     if not isinstance(beats, int) or beats < 1:
         raise ValueError(f"beats must be >= 1, got {beats!r}")
@@ -152,7 +153,7 @@ def fabric_soak(ports, middle, lanes=1, dtype="fp16", *, beats=64, batches=1, se
             figures.append({"label": ph.info["label"], "setting": ph.info["which"],
                             "idle": ph.idle, "stall": ph.stall, "latency": lo_hi})
 
-    stats = run_batches(design, batches, gen, check, seed, f"FRED_{middle}({ports}) soak")
+    stats = run_batches(design, batches, gen, check, seed, f"FRED_{middle}({ports}) soak", opt)
     return FabricSoakReport(ports, middle, lanes, dt, lat, seed, stats, ranges, figures)
 
 

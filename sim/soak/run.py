@@ -54,7 +54,8 @@ class SoakStats:
         return self.cycles / self.wall_s if self.wall_s else 0.0
 
 
-def run_batches(design, batches: int, gen, check, seed: int, what: str) -> SoakStats:
+def run_batches(design, batches: int, gen, check, seed: int, what: str,
+                opt: str = soak_build.TEST_OPT) -> SoakStats:
     """Build ``design`` (a :class:`fred.sim.soak.builder.SoakDesign`), then for each batch ``b``:
     ``gen(b)`` -> list of StimPhase, run the harness with seed ``seed + b``, and
     ``check(b, phases, results)`` (results: a list of :class:`fred.sim.soak.batch_io.PhaseResult`).
@@ -63,7 +64,7 @@ def run_batches(design, batches: int, gen, check, seed: int, what: str) -> SoakS
     stats = SoakStats()
     t0 = time.perf_counter()
     waves = waves_requested()
-    exe = soak_build.build(design, waves)
+    exe = soak_build.build(design, waves, opt)
     stats.build_s = time.perf_counter() - t0
     sizes = dict(n_in=design.n_in, n_out=design.n_out, words=design.payload_words)
     t0 = time.perf_counter()

@@ -430,6 +430,8 @@ def test_route_phases_names_the_phase():
 # performance
 # ---------------------------------------------------------------------------------------------
 def test_performance_20_ports_20_flows():
+    """Each routing at 20 ports takes under a second of this process's CPU time (its own work:
+    wall time also counts whatever else the machine runs -- 2.4 s on a 2-core machine at load 9)."""
     rng = random.Random(20)
     worst = 0.0
     for m in (2, 3):
@@ -437,14 +439,14 @@ def test_performance_20_ports_20_flows():
             perm = list(range(20))
             rng.shuffle(perm)
             fl = [Flow({i}, {perm[i]}) for i in range(20)]            # 20 concurrent unicasts
-            t = time.perf_counter()
+            t = time.process_time()
             route(20, m, fl)
-            worst = max(worst, time.perf_counter() - t)
+            worst = max(worst, time.process_time() - t)
         # 20 single-port "all-reduce" flows and an unroutable proof
-        t = time.perf_counter()
+        t = time.process_time()
         route(20, m, [Flow({i}, {i}) for i in range(20)])
         routable(20, 2, ["0,2>0,2", "1,4>1,4", "3,5>3,5"] + [f"{i}>{i}" for i in range(6, 20)])
-        worst = max(worst, time.perf_counter() - t)
+        worst = max(worst, time.process_time() - t)
     assert worst < 1.0, worst
 
 

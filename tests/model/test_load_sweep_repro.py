@@ -1,8 +1,9 @@
 """The fabric load sweep (latency against offered load under random back-pressure) is
 reproducible bit for bit from its seed, and really depends on it.
 
-``measure_fabric`` runs on a small fabric, FRED_3(4) with one lane, few beats and two load
-points: twice with one seed (the whole result, load sweep included, must be identical), and once
+``measure_fabric`` runs on a small fabric, FRED_2(3) with two bf16 lanes (the build of
+tests/hdl/test_config_image.py: make test builds that design once for both), few beats and two
+load points: twice with one seed (the whole result, load sweep included, must be identical), and once
 with a second seed chosen so that the measured flow sets are the same -- then the zero
 back-pressure figures must match (they are deterministic) while the load sweep must differ (it
 comes only from the seeded pause / back-pressure generators in the bench). The last check shows
@@ -16,13 +17,13 @@ import pytest
 
 from fred.sim.characterize.fabric import KINDS, kind_flows, measure_fabric
 
-P, M, LANES, DTYPE = 4, 3, 1, "fp16"
+P, M, LANES, DTYPE = 3, 2, 2, "bf16"
 ARGS = dict(beats=16, loads=(0.5, 1.0), stall=0.25, sweep_beats=40)
 SEED = 1
 
 
 def _flows(seed):
-    """The flow sets measure_fabric draws for ``seed`` (every FRED_3(4) flow set routes, so no
+    """The flow sets measure_fabric draws for ``seed`` (every FRED_2(3) flow set routes, so no
     retry ever consumes extra draws)."""
     rng = random.Random(seed)
     return {k: kind_flows(k, P, rng) for k in KINDS}

@@ -142,8 +142,11 @@ def _overlap_caught(fault):
         measure_overlap(K=6, J=2, offsets=(20,), figures=False, fault=fault)
 
 
+@pytest.mark.regress
 def test_overlap_header_off_by_one_caught():
-    """Headers carrying phase + 1 (the build tests/sim/test_switch_bench.py's mutant test uses)."""
+    """Headers carrying phase + 1 (the build tests/sim/test_switch_bench.py's mutant test uses).
+    make regress, with that test: make test catches this mutant on the compiled path
+    (tests/sim/test_switch_soak.py::test_switch_soak_catches_a_wrong_header)."""
     _overlap_caught("header-off-by-one")
 
 

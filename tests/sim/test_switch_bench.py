@@ -140,8 +140,13 @@ def _caught(testcase, fault, **kw):
         run(testcase, 1, P=4, fault=fault, **kw)
 
 
+@pytest.mark.regress
 def test_switch_header_off_by_one_caught():
-    """Output headers with phase index + 1: the per-packet scoreboard fails at the first one."""
+    """Output headers with phase index + 1: the per-packet scoreboard fails at the first one.
+    make regress: in make test this mutant is caught on the compiled path
+    (tests/sim/test_switch_soak.py::test_switch_soak_catches_a_wrong_header, the same Verilog of
+    the same mutant), so make test no longer builds the mutant a second time for cocotb (a 4-port
+    switch build: about 30 s of CPU with an empty build cache)."""
     _caught("switch_random", "header-off-by-one", rounds=3)
 
 
@@ -224,10 +229,11 @@ def test_switch_random_p12_fp16(seed):
 
 def test_switch_lint_clean_at_any_table_capacity():
     """A phase table whose capacity is not a power of two (the 12-port switch at 256 fp16 lanes
-    holds 20 entries) still gives complete cases: every index value has an entry."""
+    holds 20 entries) still gives complete cases: every index value has an entry. The table does
+    not depend on the datapath: the bench's 2 x int32 switch (linted in 3 s, 4 x fp16 in 5 s)."""
     from fred.hdl.switch.top import Switch
     from fred.hdl.verilog import emit
     from fred.sim.lint import lint
 
-    sw = Switch(4, 3, 4, "fp16", data_depth=12, ctrl_depth=2, max_len=4, table_entries=5)
+    sw = Switch(4, 3, 2, "int32", data_depth=12, ctrl_depth=2, max_len=4, table_entries=5)
     assert lint(emit(sw, "fred_switch"), "fred_switch") == []
