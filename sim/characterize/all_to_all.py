@@ -56,18 +56,20 @@ DEFAULTS = {"packets_per_pair": 64, "packets_per_source": 128, "online_packets_p
             "middle": 3}
 
 
-def _switch(ports, length, lanes=4, dtype="fp16", middle=3, fabric="fred"):
+def _switch(ports, length, lanes=4, dtype="fp16", middle=3, fabric="fred", table_entries=None):
     """``(verilog, switch)``: the bench build of :mod:`fred.sim.characterize.switch` with the
-    switch's default phase-table capacity (what fits the paper's 1.5 KB)."""
+    switch's default phase-table capacity (what fits the paper's 1.5 KB), or ``table_entries``
+    (the unit benches' 8: the same Verilog as :func:`~fred.sim.characterize.switch.measure_switch`'s
+    for the same ports, lanes, dtype and packet length, so one build serves both)."""
     from .switch import SHARED_FROM_PORTS, _build, check_params
 
     depth = check_params(ports, length)
     return _build(ports, middle, lanes, dtype, fabric, depth=depth, ctrl_depth=2, max_len=length,
-                  entries=None, shared=ports >= SHARED_FROM_PORTS)
+                  entries=table_entries, shared=ports >= SHARED_FROM_PORTS)
 
 
 def run_a2a(ports, schedule, *, seed, length, lanes=4, dtype="fp16", middle=3, stall=0.0,
-            fabric="fred", backend="compiled", speeds=None) -> dict:
+            fabric="fred", backend="compiled", speeds=None, table_entries=None) -> dict:
     """One run of ``schedule`` (:class:`fred.hdl.routing.all_to_all.Schedule`): the ``a2a``
     scenario of :mod:`fred.sim.compiled.scenarios` on ``backend`` (``"compiled"``: the switch
     compiled as a shared library, lockstep; ``"cocotb"``: the same world under cocotb, the same
@@ -75,12 +77,12 @@ def run_a2a(ports, schedule, *, seed, length, lanes=4, dtype="fp16", middle=3, s
     ``online_packets``, ``filler_packets`` and ``method`` (with filler, ``flits``,
     ``flits_per_cycle_per_port``, ``busiest_flits`` and ``fraction_of_bound`` count the
     matrix's packets, ``flits_sent`` every flit the bench delivered); ``speeds`` (a list) gets
-    the run's ``(cycles, seconds)``."""
+    the run's ``(cycles, seconds)``; ``table_entries``: as :func:`_switch`."""
     from .switch import BACKENDS, _base_config, run_lockstep
 
     if backend not in BACKENDS:
         raise ValueError(f"all-to-all backend {backend!r} must be one of {', '.join(BACKENDS)}")
-    verilog, sw = _switch(ports, length, lanes, dtype, middle, fabric)
+    verilog, sw = _switch(ports, length, lanes, dtype, middle, fabric, table_entries)
     if len(schedule.phases) > sw.capacity:
         raise ValueError(f"{len(schedule.phases)} phases do not fit the {sw.capacity}-entry table")
     table = schedule.table(pk.VC_DP)
