@@ -192,15 +192,11 @@ def _one_run(m, cfg) -> dict:
     P, cb = cfg["ports"], cfg["credit_bits"]
     rng = random.Random(cfg["seed"])
     stall = random.Random(rng.random())
-    inv, outv, ino, outo = m.inv, m.outv, m.ino, m.outo
-    iv = [ino[f"i__{p}__valid"][0] for p in range(P)]
-    ordy = [ino[f"o__{p}__ready"][0] for p in range(P)]
-    ci = [ino[f"credit_i__{p}"][0] for p in range(P)]
-    ov = [outo[f"o__{p}__valid"][0] for p in range(P)]
-    co = [outo[f"credit_o__{p}"][0] for p in range(P)]
+    inv, outv, outo = m.inv, m.outv, m.outo
+    s = m.port_slots(P)
+    iv, ordy, ci, ov, co = s.in_valid, s.out_ready, s.credit_in, s.out_valid, s.credit_out
+    ip, op = s.in_payload, s.out_payload
     cnt = {k: outo[k][0] for k in COUNTERS}
-    ip = [f"i__{p}__payload" for p in range(P)]
-    op = [f"o__{p}__payload" for p in range(P)]
 
     def counters(names=COUNTERS):
         return {k: int(outv[cnt[k]]) for k in names}

@@ -37,7 +37,7 @@ from fred.contract.cache import cached_entry
 
 from fred.sim.toolchain import BUILD_ARGS, build_root, verilator_env, verilator_root
 
-__all__ = ["PortMap", "CompiledSwitch", "build", "load", "port_map", "HARNESS", "LOCKSTEP_OPT",
+__all__ = ["PortMap", "CompiledSwitch", "PortSlots", "build", "load", "port_map", "HARNESS", "LOCKSTEP_OPT",
            "REPLAY_OPT"]
 
 HARNESS = Path(__file__).with_name("harness.cpp")
@@ -186,6 +186,20 @@ def build(verilog: str, sw, tag: str, opt: str = LOCKSTEP_OPT, top: str = "fred_
     return cached_entry("sim", name, make)
 
 
+@dataclass(frozen=True)
+class PortSlots:
+    """:meth:`CompiledSwitch.port_slots`: per-port word indices and payload names."""
+
+    in_valid: list
+    out_ready: list
+    credit_in: list
+    in_ready: list
+    out_valid: list
+    credit_out: list
+    in_payload: list
+    out_payload: list
+
+
 class CompiledSwitch:
     """One instance of a built switch (:func:`load`). ``set(name, value)`` / ``get(name)`` by
     port name (ints of any width); :attr:`inv` / :attr:`outv` are the raw word vectors."""
@@ -227,6 +241,20 @@ class CompiledSwitch:
             self.close()
         except Exception:        # interpreter shutdown
             pass
+
+    def port_slots(self, ports: int) -> "PortSlots":
+        """Per port ``p < ports``: the word index of each 1-word handshake signal in
+        :attr:`inv` / :attr:`outv`, and the names of the wide payloads (for :meth:`set` /
+        :meth:`get`), as the cycle-stepped drivers read them every cycle."""
+        ino, outo, r = self.ino, self.outo, range(ports)
+        return PortSlots(in_valid=[ino[f"i__{p}__valid"][0] for p in r],
+                         out_ready=[ino[f"o__{p}__ready"][0] for p in r],
+                         credit_in=[ino[f"credit_i__{p}"][0] for p in r],
+                         in_ready=[outo[f"i__{p}__ready"][0] for p in r],
+                         out_valid=[outo[f"o__{p}__valid"][0] for p in r],
+                         credit_out=[outo[f"credit_o__{p}"][0] for p in r],
+                         in_payload=[f"i__{p}__payload" for p in r],
+                         out_payload=[f"o__{p}__payload" for p in r])
 
     def set(self, name: str, value: int):
         off, n = self.ino[name]

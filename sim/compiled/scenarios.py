@@ -463,7 +463,7 @@ def run_compiled(m, cfg, seed) -> dict:
     CompiledSwitch`); the world's result."""
     w = make_world(cfg, seed)
     P = w.P
-    inv, outv, ino, outo = m.inv, m.outv, m.ino, m.outo
+    inv, outv, outo = m.inv, m.outv, m.outo
     inv[:] = 0
     for rst, word in reset_sequence(cfg["cfg_words"]):
         m.set("rst", rst)
@@ -471,15 +471,10 @@ def run_compiled(m, cfg, seed) -> dict:
         if word is not None:
             m.set("cfg__payload", word)
         m.cycle()
-    iv = [ino[f"i__{p}__valid"][0] for p in range(P)]
-    ordy = [ino[f"o__{p}__ready"][0] for p in range(P)]
-    ci = [ino[f"credit_i__{p}"][0] for p in range(P)]
-    ir = [outo[f"i__{p}__ready"][0] for p in range(P)]
-    ov = [outo[f"o__{p}__valid"][0] for p in range(P)]
-    co = [outo[f"credit_o__{p}"][0] for p in range(P)]
+    s = m.port_slots(P)
+    iv, ordy, ci, ir, ov, co = s.in_valid, s.out_ready, s.credit_in, s.in_ready, s.out_valid, s.credit_out
+    ip, op = s.in_payload, s.out_payload
     st = {k: outo[k][0] for k in STATUS}
-    ip = [f"i__{p}__payload" for p in range(P)]
-    op = [f"o__{p}__payload" for p in range(P)]
     limit = cfg.get("max_cycles", 200_000)
     while not w.finished:
         valid, words, ready, credit = w.drive()
