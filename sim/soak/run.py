@@ -29,8 +29,22 @@ from fred.sim.toolchain import waves_requested
 __all__ = ["SoakStats", "run_batches", "check_phase", "span_rate"]
 
 
+class CycleRates:
+    """``sim_rate`` / ``wall_rate`` of a soak's figures (``cycles``, ``sim_s``, ``wall_s``)."""
+
+    @property
+    def sim_rate(self) -> float:
+        """Cycles per second of the harness's simulation loops."""
+        return self.cycles / self.sim_s if self.sim_s else 0.0
+
+    @property
+    def wall_rate(self) -> float:
+        """Cycles per second of the whole soak (golden model, files, harness, comparison)."""
+        return self.cycles / self.wall_s if self.wall_s else 0.0
+
+
 @dataclass
-class SoakStats:
+class SoakStats(CycleRates):
     """Figures of one soak: phases and beats checked, cycles simulated, seconds of the harness's
     simulation loops (``sim_s``) and of the whole soak after the build (``wall_s``)."""
 
@@ -42,16 +56,6 @@ class SoakStats:
     wall_s: float = 0.0
     build_s: float = 0.0
     extra: dict = field(default_factory=dict)
-
-    @property
-    def sim_rate(self) -> float:
-        """Cycles per second of the harness's simulation loops."""
-        return self.cycles / self.sim_s if self.sim_s else 0.0
-
-    @property
-    def wall_rate(self) -> float:
-        """Cycles per second of the whole soak (golden model, files, harness, comparison)."""
-        return self.cycles / self.wall_s if self.wall_s else 0.0
 
 
 def run_batches(design, batches: int, gen, check, seed: int, what: str,

@@ -33,6 +33,8 @@ from fred.contract.link import LinkSender
 from fred.sim.golden import SwitchModel, make_online_traffic, make_traffic, phases_from_json
 from fred.sim.compiled import RANK, BenchFailure, check_outputs, reset_sequence
 
+from .run import CycleRates
+
 __all__ = ["switch_soak", "SwitchSoakReport", "replay_stimulus", "parse_replay", "default_phases",
            "load_table", "TRAFFIC"]
 
@@ -129,7 +131,7 @@ class _Checked:
 
 
 @dataclass
-class SwitchSoakReport:
+class SwitchSoakReport(CycleRates):
     ports: int
     seed: int
     batches: int = 0
@@ -142,14 +144,6 @@ class SwitchSoakReport:
     build_s: float = 0.0
     worst_round: int = 0
     peak: dict = field(default_factory=dict)
-
-    @property
-    def sim_rate(self) -> float:
-        return self.cycles / self.sim_s if self.sim_s else 0.0
-
-    @property
-    def wall_rate(self) -> float:
-        return self.cycles / self.wall_s if self.wall_s else 0.0
 
     def table(self) -> str:
         return (f"{self.ports}-port switch (compiled soak, seed {self.seed}): {self.packets:,} packets "
