@@ -3,7 +3,7 @@
 #   make test          every test that CI runs (the README states its measured time)
 #   make regress       make test and every regress-GROUP target below (the README states their times)
 #   make regress-GROUP one group of the regression matrix and long soaks (tests/conftest.py), GROUP
-#                      cells, adders, fabric, wide, switch, links, characterize, model or formal
+#                      cells, adders, fabric, wide, switch, links, characterize, model, synth or formal
 #   make coverage      cell, fabric and switch benches with functional coverage; fails on an empty bin
 #   make formal        formal proofs (SymbiYosys, Yices): every property x design, as a table
 #   make bench         benchmarks (timings and ratios, not pass/fail tests)
@@ -19,7 +19,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 BUILD  := build
 #: the groups of make regress (tests/conftest.py REGRESS_GROUPS)
-REGRESS_GROUPS := cells adders fabric wide switch links characterize model formal
+REGRESS_GROUPS := cells adders fabric wide switch links characterize model synth formal
 #: pytest's options of make regress-GROUP
 REGRESS_PYTEST = FRED_REGRESS=1 $(PY) -m pytest -n $(JOBS) --dist worksteal
 

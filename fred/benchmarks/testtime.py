@@ -51,7 +51,7 @@ DOC = ROOT / "README.md"
 BEGIN, END = "<!-- testtime:begin -->", "<!-- testtime:end -->"
 RBEGIN, REND = "<!-- regress-time:begin -->", "<!-- regress-time:end -->"
 #: the groups of make regress (the Makefile's REGRESS_GROUPS, tests/conftest.py)
-GROUPS = ("cells", "adders", "fabric", "wide", "switch", "links", "characterize", "model", "formal")
+GROUPS = ("cells", "adders", "fabric", "wide", "switch", "links", "characterize", "model", "synth", "formal")
 REGRESS_JSON = ROOT / "build" / "regress-time.json"
 #: environment variable naming the folder the plugin writes its records into
 ENV = "FRED_TESTTIME_DIR"

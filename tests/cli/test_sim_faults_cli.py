@@ -57,8 +57,11 @@ def test_failed_check_exits_1(monkeypatch, capsys):
     assert "fred: sim faults: FAILED: cycle 9: deadlock" in err
 
 
+@pytest.mark.regress
 def test_real_run_json(capsys):
-    """The command end to end on the 4-port switch RTL (8 packets per phase, rate 1e-2)."""
+    """The command end to end on the 4-port switch RTL (8 packets per phase, rate 1e-2). make
+    regress-links; make test runs the fault bench itself (tests/sim/test_faults.py) and this
+    command's refusals."""
     assert main(["sim", "faults", "--rate", "1e-2", "--packets", "8", "--seed", "2", "--json", "-q"]) == 0
     (r,) = json.loads(capsys.readouterr().out)["results"]
     assert r["check"] == "pass" and r["delivered_packets"] == 8 * 9 and 0 < r["goodput"] <= 1.5

@@ -283,9 +283,12 @@ def _wait_no_stray(folder: Path, timeout=120) -> list:
     return stray(folder)
 
 
+@pytest.mark.regress
 def test_killed_verilator_build_is_rebuilt(tmp_path):
-    """make test: kill the build while the C++ compiles (the state that used to poison the cache
-    until someone deleted build/sim), rerun: a correct build, the bench passes, nothing stray."""
+    """Kill the build while the C++ compiles (the state that used to poison the cache
+    until someone deleted build/sim), rerun: a correct build, the bench passes, nothing stray.
+    make regress-cells (a real Verilator build killed and redone); make test kills fake builds at
+    each stage (test_killed_fake_build_is_redone)."""
     assert _kill_at(tmp_path, "compiling") == "killed"
     assert not list((tmp_path / "sim").glob("killme-*"))      # nothing was published
     assert len(stray(tmp_path / "sim")) == 1
@@ -358,9 +361,11 @@ def _area(root):
     return json.loads(out.stdout)
 
 
+@pytest.mark.regress
 def test_area_entry_damaged_or_killed_is_redone(tmp_path):
     """A half-written area entry (no marker, garbage figures) and a yosys run killed in the
-    middle are both redone; the figures equal a clean run's."""
+    middle are both redone; the figures equal a clean run's.
+    Only make regress-synth runs it: make test runs no yosys (tests/conftest.py REGRESS_TESTS)."""
     clean = _area(tmp_path / "clean")
     assert clean["flipflops"] == 8
     entry = next((tmp_path / "clean" / "area").glob("acc-*"))

@@ -397,7 +397,9 @@ def _cocotb(dtype, fault=None, **config):
                      config={"dtype": dtype, "latency": dut.latency, **config})
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
+# fp16 in make test; bf16 and fp32 (one Verilator build each) in make regress-adders, where the
+# cells' cocotb regressions of those types run anyway
+@pytest.mark.parametrize("dtype", ["fp16"] + [pytest.param(d, marks=pytest.mark.regress) for d in FLOATS[1:]])
 def test_element_adder_verilator(dtype):
     """>= 100,000 random pairs plus every special pair, ``en`` high 80% of cycles."""
     _cocotb(dtype, n=100_000, en_p=0.8)

@@ -48,7 +48,10 @@ def test_flipflop_classification(t, ff):
     assert is_flipflop(t) is ff
 
 
+@pytest.mark.regress
 def test_counts_cells_and_flipflops(tmp_path, monkeypatch):
+    """Only make regress-synth runs it: make test runs no yosys (tests/conftest.py
+    REGRESS_TESTS)."""
     monkeypatch.setenv("FRED_BUILD", str(tmp_path))
     v = emit(_Acc(), "acc")
     a = synth_area(v)
@@ -68,11 +71,19 @@ def test_counts_cells_and_flipflops(tmp_path, monkeypatch):
 
 
 def test_bad_input(tmp_path, monkeypatch):
+    """Refused before yosys runs."""
     monkeypatch.setenv("FRED_BUILD", str(tmp_path))
     with pytest.raises(ValueError, match="Verilog text"):
         synth_area("   ")
     with pytest.raises(ValueError, match="no module"):
         synth_area("// nothing here\n")
+
+
+@pytest.mark.regress
+def test_failed_synthesis_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
+    """A failed yosys run is one line and leaves no entry or temporary folder. Only make
+    regress-synth runs it: make test runs no yosys (tests/conftest.py REGRESS_TESTS)."""
+    monkeypatch.setenv("FRED_BUILD", str(tmp_path))
     with pytest.raises(RuntimeError, match="yosys synthesis of broken failed"):
         synth_area("module broken(input a, output y);\n assign y = a +;\nendmodule\n")
     # a failed run leaves nothing behind: no entry, no temporary folder

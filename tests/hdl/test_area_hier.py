@@ -16,7 +16,10 @@ from fred.hdl.switch.buffers import VCBuffer
 from fred.hdl.verilog import emit
 
 
+@pytest.mark.regress
 def test_instance_counts_follow_the_structure():
+    """Only make regress-synth runs it: make test runs no yosys (tests/conftest.py
+    REGRESS_TESTS)."""
     text = fabric_verilog_text(12, 3, 3, "fp16", "top", form="hier")
     _, children = module_tree(text)
     n = instance_counts(children, "top")
@@ -27,9 +30,11 @@ def test_instance_counts_follow_the_structure():
     assert n["fred_fabric_m3_p6_l3_fp16"] == 3 and n["fred_fabric_m3_p2_l3_fp16"] == 27
 
 
+@pytest.mark.regress
 def test_hier_area_equals_flattened_synthesis(tmp_path, monkeypatch):
     """FRED_2(3), 1 int32 lane: per-module synthesis x instances == the flat design synthesized
-    whole (same flip-flops; cells within 2%: no optimization across module boundaries)."""
+    whole (same flip-flops; cells within 2%: no optimization across module boundaries).
+    Only make regress-synth runs it: make test runs no yosys (tests/conftest.py REGRESS_TESTS)."""
     monkeypatch.setenv("FRED_BUILD", str(tmp_path))
     flat = synth_area(fabric_verilog_text(3, 2, 1, "int32", "top", form="flat"), "top")
     h = hier_area(fabric_verilog_text(3, 2, 1, "int32", "top", form="hier"), "top")
@@ -38,7 +43,10 @@ def test_hier_area_equals_flattened_synthesis(tmp_path, monkeypatch):
     assert h.sram_bits == 0 and h.logic_mm2 > 0 and h.total_mm2 == h.logic_mm2
 
 
+@pytest.mark.regress
 def test_memories_are_sram_macros_not_flipflops(tmp_path, monkeypatch):
+    """Only make regress-synth runs it: make test runs no yosys (tests/conftest.py
+    REGRESS_TESTS)."""
     monkeypatch.setenv("FRED_BUILD", str(tmp_path))
     buf = VCBuffer(64, 48)
     h = hier_area(emit_modules(buf, "vcbuf", {}), "vcbuf")

@@ -73,8 +73,11 @@ def _rates(r):
     return [f["beats_per_cycle"] for f in r["flows"]]
 
 
+@pytest.mark.regress
 def test_tree_crossbar_line_rate_and_exact():
     # All-Reduce over 3 ports plus a unicast, concurrently; zero back-pressure
+    """make regress-cells: the crossbar is the comparison baseline, not FRED's datapath (a Verilator
+    build each)."""
     r = measure_crossbar(4, "tree", [([0, 1, 2], [0, 1, 2]), ([3], [3])], lanes=1, beats=48, seed=3)
     assert _rates(r) == [1.0, 1.0]
     assert r["flows"][0]["latency_max"] == crossbar_latency(4, "fp16", "tree", 3) == 6
@@ -84,7 +87,10 @@ def test_tree_crossbar_line_rate_and_exact():
                      idle=0.3, stall=0.4, seed=4)
 
 
+@pytest.mark.regress
 def test_serial_crossbar_rate_and_exact():
+    """make regress-cells: the crossbar is the comparison baseline, not FRED's datapath (a Verilator
+    build each)."""
     r = measure_crossbar(4, "serial", default_flows("all-reduce", 4), lanes=1, beats=48, seed=5)
     assert _rates(r)[0] == pytest.approx(1 / 3, rel=0.05)       # 1/(P-1) of line rate
     r = measure_crossbar(4, "serial", [([0, 2], [1]), ([1], [0, 2, 3])], lanes=1, beats=48,
@@ -99,7 +105,9 @@ def _drop_caught(variant, **kw):
                          fault="drop-beat", **kw)
 
 
+@pytest.mark.regress
 def test_dropped_beat_mutant_caught():
+    """make regress-cells, with the crossbar benches it checks."""
     _drop_caught("serial")
 
 

@@ -22,8 +22,10 @@ def _modules(text):
     return re.findall(r"^module\s+(\\?[^\s(]+)", text, re.M)
 
 
+@pytest.mark.regress
 def test_hier_equivalent_to_flat():
-    """FRED_2(3) (RD, R, D, demux and mux cells), 1 int32 lane: flat == hier, proven."""
+    """FRED_2(3) (RD, R, D, demux and mux cells), 1 int32 lane: flat == hier, proven. Only make
+    regress-synth runs it: make test runs no yosys (tests/conftest.py REGRESS_TESTS)."""
     flat = fabric_verilog_text(3, 2, 1, "int32", "gold", form="flat")
     hier = fabric_verilog_text(3, 2, 1, "int32", "gate", form="hier")
     ok, summary = prove_equivalent(flat, "gold", hier, "gate")
@@ -31,16 +33,21 @@ def test_hier_equivalent_to_flat():
     assert "0 are unproven" in summary
 
 
+@pytest.mark.regress
 def test_equivalence_check_catches_a_broken_lane():
+    """Only make regress-synth runs it: make test runs no yosys (tests/conftest.py
+    REGRESS_TESTS)."""
     flat = fabric_verilog_text(3, 2, 1, "int32", "gold", form="flat")
     bad = fabric_verilog_text(3, 2, 1, "int32", "gate", form="hier", fault="corrupt-lane")
     ok, summary = prove_equivalent(flat, "gold", bad, "gate")
     assert not ok, summary
 
 
+@pytest.mark.regress
 def test_hier_module_count_does_not_grow_with_lanes():
     """One module per distinct thing: top, 3 sub-fabric sizes, R, D, RD, demux, mux, the lane
-    adder and the two groups of lane-adder instances (in R and RD)."""
+    adder and the two groups of lane-adder instances (in R and RD).
+    Only make regress-synth runs it: make test runs no yosys (tests/conftest.py REGRESS_TESTS)."""
     a = fabric_verilog_text(12, 3, 2, "fp16", "top", form="hier")
     b = fabric_verilog_text(12, 3, 8, "fp16", "top", form="hier")
     assert _modules(a) == [n.replace("_l8_", "_l2_") for n in _modules(b)]
@@ -51,15 +58,21 @@ def test_hier_module_count_does_not_grow_with_lanes():
     assert "lane7" in b and "lane8" not in b
 
 
+@pytest.mark.regress
 def test_hier_lint_clean():
+    """make regress-synth, with the other checks of the hierarchical form; make test lints the
+    shared form (tests/hdl/test_fabric.py::test_shared_cell_verilog_lint_clean_and_structured)."""
     from fred.sim.lint import lint
 
     assert lint(fabric_verilog_text(5, 3, 2, "fp16", "fred3_p5", form="hier"), "fred3_p5") == []
 
 
+@pytest.mark.regress
 def test_lint_modules_clean_and_catches_a_fault_in_a_submodule():
     """Module-by-module lint (how the wide chiplet is linted, fred.benchmarks.verilog): clean on
-    the hierarchical form, and an undriven signal inside one cell kind is reported there."""
+    the hierarchical form, and an undriven signal inside one cell kind is reported there.
+    make regress-synth, with the other checks of the hierarchical form; make test lints the shared
+    form (tests/hdl/test_fabric.py::test_shared_cell_verilog_lint_clean_and_structured)."""
     from fred.sim.lint import lint_modules
 
     text = fabric_verilog_text(3, 2, 1, "int32", "fred2_p3", form="hier")
@@ -71,11 +84,15 @@ def test_lint_modules_clean_and_catches_a_fault_in_a_submodule():
     assert "Signal is not driven: 'fred_undriven'" in found[list(found)[0]][0]
 
 
+@pytest.mark.regress
 def test_fabric_bench_passes_on_hier_form():
     """The regression bench of tests/sim/test_fabric_sim.py on the hierarchical form, built with
     the cells as Verilator hierarchical blocks (as the chiplet at 256 lanes is), at 5 fp16 lanes:
     an 80-bit beat, wider than a machine word, and an odd lane count (make test's stand-in for
-    the 256-lane bench of tests/sim/test_wide_fabric.py, which is make regress)."""
+    the 256-lane bench of tests/sim/test_wide_fabric.py, which is make regress).
+    make regress-synth (its own Verilator build of the hierarchical form with blocks); make test
+    checks the marking of the blocks
+    (tests/sim/test_wide_fabric.py::test_hier_blocks_mark_each_cell_kind_once)."""
     from tests.sim.test_fabric_sim import _run_case
 
     res = _run_case(5, 3, 5, "fp16", default_seed=1053, form="hier", verilator_blocks=True)

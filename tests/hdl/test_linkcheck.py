@@ -479,10 +479,13 @@ def test_online_round_corrupted_mid_packet_poisons_only_its_pair():
     assert outs[3] == [fwd(x, 2) for x in pkts[2]]
 
 
+@pytest.mark.regress
 def test_link_ends_emit_fast_at_the_real_flit_width():
     """At a 4,096-bit flit (256 fp16 lanes) each link end emits in a few seconds: its CRC taps
     one signal. Tapping an expression made Amaranth rebuild the whole expression per tap
-    (54 s for the receiver, 35 s for the transmitter, measured); the bound leaves 5x margin."""
+    (54 s for the receiver, 35 s for the transmitter, measured); the bound leaves 5x margin.
+    make regress-switch; make test emits and simulates the link ends at small widths (the rest of
+    this file)."""
     import time
 
     from fred.hdl.switch.linkcheck import LinkRx, LinkTx

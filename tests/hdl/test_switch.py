@@ -639,12 +639,15 @@ def test_cli_verilog_switch_emits(tmp_path):
     assert "module fred_switch_p4_m3" in text and "credit_o__3" in text
 
 
+@pytest.mark.regress
 def test_control_unit_verilog_grows_polynomially():
     """The switch's top module (the control unit: online candidates, peak occupancy, rounds)
     grows polynomially with the ports. An expression used twice per step of a chain is emitted
     twice, so such a chain doubles per port (it made the 5-port top module 11x the 3-port one,
     and the 12-port switch could not be emitted); with a signal per step it grows by about a
-    third per port."""
+    third per port.
+    make regress-switch (it emits switches of 3 to 6 ports); make test emits the 4-port switch
+    (test_cli_verilog_switch_emits)."""
     import re
 
     from fred.hdl.switch.top import Switch

@@ -55,8 +55,11 @@ def rtl():
 
 
 # -- RTL side -------------------------------------------------------------------------------------
+@pytest.mark.regress
 def test_rtl_overlap_sane(rtl):
-    """Bench plausibility: line rate alone, MP served first, DP resumes and completes."""
+    """Bench plausibility: line rate alone, MP served first, DP resumes and completes. make
+    regress-characterize (the cocotb overlap bench: its own build); make test compares the model
+    with the recorded RTL figures (test_model_vs_recorded_rtl_overlap)."""
     runs = rtl["runs"]
     assert K * (L + 1) <= runs["dp_alone"]["dp_end"] <= K * (L + 1) + 20
     assert J * (L + 1) <= runs["mp_alone"]["mp_end"] <= J * (L + 1) + 20
@@ -72,8 +75,10 @@ def test_rtl_overlap_sane(rtl):
         assert vcs[first_mp:first_mp + J] == ["MP"] * J and vcs.count("MP") == J
 
 
+@pytest.mark.regress
 def test_rtl_follows_proposed_rule(rtl):
-    """What the RTL does, as a closed form (proposed rule for the model), within the tolerance."""
+    """What the RTL does, as a closed form (proposed rule for the model), within the tolerance. make
+    regress-characterize, with the bench run it reads."""
     rule = proposed_delays(K, J, L, rtl["switch_figures"])
     tol = tolerance(L)
     for o in OFFSETS:
@@ -81,8 +86,10 @@ def test_rtl_follows_proposed_rule(rtl):
         assert abs(rtl["mp_delay"][o] - rule["mp_delay"]) <= tol, (o, rtl["mp_delay"], rule)
 
 
+@pytest.mark.regress
 def test_recorded_numbers_current(rtl):
-    """The recorded figures/delays used by the model-only tests are this build's."""
+    """The recorded figures/delays used by the model-only tests are this build's. make
+    regress-characterize, with the bench run it reads."""
     f = rtl["switch_figures"]
     for k in ("phase_switch_cycles", "activation_cycles"):
         assert f[k] == FIGURES[k]
@@ -92,7 +99,10 @@ def test_recorded_numbers_current(rtl):
 
 
 # -- model vs RTL ---------------------------------------------------------------------------------
+@pytest.mark.regress
 def test_model_vs_rtl_overlap(rtl):
+    """make regress-characterize, with the bench run it reads; make test:
+    test_model_vs_recorded_rtl_overlap."""
     r = model_overlap(rtl)
     err = _errors(r)
     assert err["dp_delay"] <= r["tolerance"] and err["mp_delay"] <= r["tolerance"], \
@@ -145,7 +155,7 @@ def _overlap_caught(fault):
 @pytest.mark.regress
 def test_overlap_header_off_by_one_caught():
     """Headers carrying phase + 1 (the build tests/sim/test_switch_bench.py's mutant test uses).
-    make regress, with that test: make test catches this mutant on the compiled path
+    make regress, with that test and its compiled twin
     (tests/sim/test_switch_soak.py::test_switch_soak_catches_a_wrong_header)."""
     _overlap_caught("header-off-by-one")
 

@@ -79,9 +79,11 @@ def test_stage_name_and_ltp_parse():
     assert parse_ltp("nothing") is None
 
 
+@pytest.mark.regress
 def test_logic_depth_small_cell_matches_yosys_ltp():
     """One real run (R cell, int32 x 1 lane, a few seconds): our level count of the deepest
-    path equals yosys' own ``ltp -noff``, and it ends at a named register or output."""
+    path equals yosys' own ``ltp -noff``, and it ends at a named register or output.
+    Only make regress-synth runs it: make test runs no yosys (tests/conftest.py REGRESS_TESTS)."""
     cell = build_cell("r", middle=2, lanes=1, dtype="int32")
     d = logic_depth(emit(cell, cell.verilog_name), cell.verilog_name)
     assert d.ltp_levels is not None and d.levels == d.ltp_levels
@@ -160,9 +162,11 @@ def test_embedded_default_has_clock_section():
     assert limiting(c) == c["limiting"]
 
 
+@pytest.mark.regress
 def test_fred_timing_gate_levels_only(tmp_path, capsys):
     """fred timing --no-fpga on int32 x 1 lane cells, no fabric: writes the timing file with the
-    clock section and prints it as JSON."""
+    clock section and prints it as JSON.
+    Only make regress-synth runs it: make test runs no yosys (tests/conftest.py REGRESS_TESTS)."""
     from fred.cli import main
 
     out = tmp_path / "t.json"

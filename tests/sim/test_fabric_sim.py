@@ -22,8 +22,13 @@ MS = (2, 3)
 DTYPES = ("fp16", "bf16", "fp32", "int32")
 
 #: make-test subset: (P, m, lanes, dtype)
-SUBSET = [(2, 3, 2, "fp16"), (3, 2, 2, "bf16"), (5, 3, 1, "fp32"), (8, 2, 1, "fp16"),
-          (12, 3, 1, "int32")]
+#: make test runs the two small fabrics; the three larger ones (a Verilator build of 10-15 s each)
+#: run in make regress-fabric
+_REGRESS = pytest.mark.regress
+SUBSET = [pytest.param(2, 3, 2, "fp16", id="P2-m3-fp16"), pytest.param(3, 2, 2, "bf16", id="P3-m2-bf16"),
+          pytest.param(5, 3, 1, "fp32", marks=_REGRESS, id="P5-m3-fp32"),
+          pytest.param(8, 2, 1, "fp16", marks=_REGRESS, id="P8-m2-fp16"),
+          pytest.param(12, 3, 1, "int32", marks=_REGRESS, id="P12-m3-int32")]
 
 
 def _run_case(P, m, lanes, dtype, default_seed, beats=24, **kw):
@@ -45,13 +50,15 @@ def _soak_case(P, m, lanes, dtype, default_seed, beats=200, batches=1):
     return rep
 
 
-@pytest.mark.parametrize("P,m,lanes,dtype", SUBSET, ids=[f"P{p}-m{m}-{t}" for p, m, _, t in SUBSET])
+@pytest.mark.parametrize("P,m,lanes,dtype", SUBSET)
 def test_fabric_random_flows_subset(P, m, lanes, dtype):
     _soak_case(P, m, lanes, dtype, default_seed=1000 + 10 * P + m)
 
 
+@pytest.mark.regress
 def test_fabric_flat_build_matches():
-    """The flat form, ``emit(Fabric(...))`` (every cell its own module), passes the same bench."""
+    """The flat form, ``emit(Fabric(...))`` (every cell its own module), passes the same bench. make
+    regress-fabric (its own build of the flat form); make test runs the shared form."""
     _run_case(3, 2, 1, "int32", default_seed=77, shared=False)
 
 

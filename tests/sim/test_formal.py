@@ -19,6 +19,7 @@ from fred.sim.formal.runner import check
 ACTIVATE_EARLY_DEPTH = 10
 
 
+@pytest.mark.regress
 def test_routing_proved_on_rd_cell(tmp_path):
     """The RD cell (int32, 1 lane) in SUM_BOTH: each sum reaches both outputs, in order, with
     the lane-wise wrapping sum of its inputs -- proved by induction."""
@@ -27,6 +28,7 @@ def test_routing_proved_on_rd_cell(tmp_path):
     assert r.status == "proved", r.describe()
 
 
+@pytest.mark.regress
 def test_corrupt_lane_fault_fails_the_proof(tmp_path):
     """``fault="corrupt-lane"`` flips a bit of every sum: the same routing property fails with a
     counterexample trace."""
@@ -52,6 +54,7 @@ def test_make_formal_proves_everything(tmp_path):
     assert "FAILED" not in text and "unknown" not in text
 
 
+@pytest.mark.regress
 def test_credit_twice_fault_fails_the_switch_port_check(tmp_path):
     """The switch's ``credit-twice`` mutant between an input port and its sender: the credit
     bound fails by bounded model checking within 6 cycles."""
@@ -60,6 +63,7 @@ def test_credit_twice_fault_fails_the_switch_port_check(tmp_path):
     assert r.status == "failed", r.describe()
 
 
+@pytest.mark.regress
 def test_switch_phase_activation_proved(tmp_path):
     """The whole switch (3 ports, ideal fabric, online routing on): a table or online round
     starts only when every input it takes holds its packet's head -- proved by induction."""
@@ -69,6 +73,7 @@ def test_switch_phase_activation_proved(tmp_path):
     assert r.status == "proved", r.describe()
 
 
+@pytest.mark.regress
 def test_activate_early_fault_fails_the_activation_check(tmp_path):
     """``Switch(fault="activate-early")`` (a phase starts without waiting for input port 0's
     packet): the activation property fails by bounded model checking."""
@@ -79,6 +84,7 @@ def test_activate_early_fault_fails_the_activation_check(tmp_path):
     assert r.trace
 
 
+@pytest.mark.regress
 def test_output_port_queued_rounds_never_overrun_credits(tmp_path):
     """An output port holding 3 rounds (2 queued, each reserving its credits) never sends a flit
     its receiver has no room for, and its reservations never exceed its credits: bounded model
@@ -88,6 +94,7 @@ def test_output_port_queued_rounds_never_overrun_credits(tmp_path):
     assert r.status == "bounded", r.describe()
 
 
+@pytest.mark.regress
 def test_output_port_without_reservation_fails_the_credit_check(tmp_path):
     """A control unit that starts rounds on the credits held, forgetting what the queued rounds
     reserved: the credit check fails within 8 cycles."""
@@ -103,6 +110,7 @@ def test_output_port_without_reservation_fails_the_credit_check(tmp_path):
 FABRIC_FLOWS = ["0,1>2", "2>0,1"]
 
 
+@pytest.mark.regress
 def test_fabric_reduce_routing_proved(tmp_path):
     """The reduce's sums reach output 2 in order, each the wrapping sum of the picked beats of
     inputs 0 and 1 -- proved by induction."""
@@ -111,12 +119,14 @@ def test_fabric_reduce_routing_proved(tmp_path):
     assert r.status == "proved", r.describe()
 
 
+@pytest.mark.regress
 def test_fabric_corrupt_lane_fails_the_routing_proof(tmp_path):
     h = FabricHarness(4, 2, 1, "int32", FABRIC_FLOWS, "routing", track=(2,), fault="corrupt-lane")
     r = check(h, tmp_path, "fabric_reduce_routing_fault", mode="prove", depth=formal.FABRIC_K)
     assert r.status == "failed", r.describe()
 
 
+@pytest.mark.regress
 def test_fabric_wrong_config_fails_conservation(tmp_path):
     """The fabric configured for 0 -> 1, 1 -> 0 (and 2, 3 crossed) while the property expects
     0 -> 0, 1 -> 1: a beat appears where none was sent."""

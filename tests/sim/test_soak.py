@@ -129,8 +129,11 @@ def test_harness_checks_can_fail():
         _bad_block_soak(3)
 
 
+@pytest.mark.regress
 def test_waves_name_the_vcd(monkeypatch):
-    """``WAVES=1``: the harness is built with tracing and a failure names the batch's VCD."""
+    """``WAVES=1``: the harness is built with tracing and a failure names the batch's VCD. make
+    regress-fabric (its own build with waves); make test checks the harness can fail without them
+    (test_harness_checks_can_fail)."""
     import re
     from pathlib import Path
 

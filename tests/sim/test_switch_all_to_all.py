@@ -179,10 +179,14 @@ def test_control_packet_reaches_every_input_of_a_multi_flow_phase():
 # -- the 4-port switch RTL (Verilator) -------------------------------------------------------
 
 
+@pytest.mark.regress
 def test_precompiled_uniform_and_skewed_meet_the_targets_on_4_ports():
     """Every packet checked (golden model, per pair once and in order); uniform >= 0.90
     flits/cycle/port, Zipf(1.0) >= 0.75 of its bound; online routing of the same traffic is
-    measured to be well below (it is the figure the precompiled phases replace)."""
+    measured to be well below (it is the figure the precompiled phases replace).
+    make regress-switch; make run measures the same figures (fred characterize's all-to-all
+    section), and make test runs the precompiled all-to-all on this switch build with every packet
+    checked (test_back_pressure_and_an_online_tail_deliver_every_packet_in_order)."""
     from fred.sim.characterize.all_to_all import run_a2a
 
     uni = uniform_matrix(4, 32)
@@ -209,11 +213,15 @@ def test_back_pressure_and_an_online_tail_deliver_every_packet_in_order():
     assert r["flits"] == sum(map(sum, skew)) * 9 and r["online_packets"] == sum(map(sum, sched.online))
 
 
+@pytest.mark.regress
 def test_padded_shifts_under_back_pressure_with_three_queued_rounds():
     """The padded cyclic shifts (filler included) on FRED_3(4) with 1 + 4-flit packets, where each
     output holds 3 rounds (fabric latency 9: ``round_queue_for(9, 4)``), under random receiver
     back-pressure (30 % of cycles): every packet, filler too, once, intact, in order per pair;
-    the figures count the matrix's packets."""
+    the figures count the matrix's packets.
+    make regress-switch (its own build: 1 + 4-flit packets); make test checks three queued rounds
+    per output on the RTL in amaranth's simulator
+    (tests/hdl/test_switch.py::test_round_queue_sized_by_the_fabric_latency_keeps_rounds_back_to_back)."""
     from fred.hdl.switch import round_queue_for
     from fred.sim.characterize.all_to_all import _switch, run_a2a
 

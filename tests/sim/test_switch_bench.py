@@ -143,10 +143,10 @@ def _caught(testcase, fault, **kw):
 @pytest.mark.regress
 def test_switch_header_off_by_one_caught():
     """Output headers with phase index + 1: the per-packet scoreboard fails at the first one.
-    make regress: in make test this mutant is caught on the compiled path
+    make regress-switch, as is its compiled twin
     (tests/sim/test_switch_soak.py::test_switch_soak_catches_a_wrong_header, the same Verilog of
-    the same mutant), so make test no longer builds the mutant a second time for cocotb (a 4-port
-    switch build: about 30 s of CPU with an empty build cache)."""
+    the same mutant): make test builds no mutant switch (a 4-port switch build is about 30 s of
+    CPU with an empty build cache)."""
     _caught("switch_random", "header-off-by-one", rounds=3)
 
 
@@ -227,10 +227,12 @@ def test_switch_random_p12_fp16(seed):
               tag="switch-p12-fp16-fred", config=cfg, seed=seed, testcase="switch_random")
 
 
+@pytest.mark.regress
 def test_switch_lint_clean_at_any_table_capacity():
     """A phase table whose capacity is not a power of two (the 12-port switch at 256 fp16 lanes
     holds 20 entries) still gives complete cases: every index value has an entry. The table does
-    not depend on the datapath: the bench's 2 x int32 switch (linted in 3 s, 4 x fp16 in 5 s)."""
+    not depend on the datapath: the bench's 2 x int32 switch (linted in 3 s, 4 x fp16 in 5 s).
+    make regress-switch; make test lints the default capacity (test_switch_lint_clean)."""
     from fred.hdl.switch.top import Switch
     from fred.hdl.verilog import emit
     from fred.sim.lint import lint

@@ -98,7 +98,11 @@ def test_switch_soak_detects_a_hang():
     assert [len(w) for w in r.words] == [2, 0, 2, 2] and list(r.sent[1]) == [0] and not r.sent[0]
 
 
+@pytest.mark.regress
 def test_switch_soak_catches_a_wrong_header():
+    """make regress-switch, with the cocotb benches' tests of the same mutant
+    (tests/sim/test_switch_bench.py, tests/model/test_model_vs_rtl_overlap.py): its build is a
+    second 4-port switch."""
     m, sw = _switch("header-off-by-one")
     with pytest.raises(BenchFailure, match="header|unexpected|stream|packets"):
         switch_soak(m, sw, default_phases(4), batches=1, rounds=8, seed=3, traffic=("table",))
