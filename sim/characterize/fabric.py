@@ -3,9 +3,14 @@
 * :func:`fabric_verilog` -- the fabric's Verilog text, cached on disk (emitting a fabric takes
   seconds to a minute; the cache key covers the parameters and the source of every HDL module
   the fabric is built from, so any RTL change regenerates it);
-* :func:`run_fabric` -- run sim/benches/fabric.py on a list of phases (flow lists) and return the
-  bench's measurements;
-* :func:`measure_fabric` -- the characterization numbers (schema below).
+* :func:`run_fabric` -- run the fabric bench (:mod:`fred.sim.compiled.fabric`) on a list of
+  phases (flow lists) and return its measurements, on ``backend="compiled"`` (the Verilog in
+  the compiled lockstep harness, :func:`fred.sim.compiled.load_top`, built at
+  :data:`fred.sim.compiled.LOCKSTEP_OPT`) or ``"cocotb"`` (sim/benches/fabric.py: the same
+  bench, so the same seed gives the same measurements; functional coverage, waves and the
+  hierarchical ``verilator_blocks`` build are the cocotb backend's);
+* :func:`measure_fabric` -- the characterization numbers (schema below), on the compiled
+  backend by default.
 
 ``measure_fabric(ports, middle, lanes, dtype, seed=...)`` returns::
 
@@ -44,9 +49,11 @@ from fred.hdl.fabric import cell_latencies, check_fabric_params, fabric_verilog_
 from fred.hdl.routing import route
 from fred.hdl.netlist import stages
 
-__all__ = ["fabric_verilog", "run_fabric", "measure_fabric", "kind_flows", "KINDS", "TOP"]
+__all__ = ["fabric_verilog", "run_fabric", "measure_fabric", "kind_flows", "KINDS", "TOP", "BACKENDS"]
 
 KINDS = ("unicast", "reduce", "multicast", "all-reduce")
+#: the simulators :func:`run_fabric` runs the bench on
+BACKENDS = ("compiled", "cocotb")
 TOP = "fred_fabric"
 #: module-name prefixes of the cells in the hierarchical form: the Verilator hierarchical blocks
 #: of a ``verilator_blocks`` build (each cell kind verilated once)
@@ -87,41 +94,54 @@ def fabric_verilog(ports, middle, lanes, dtype, fault=None, name=TOP, shared=Tru
 
 def run_fabric(ports, middle, lanes, dtype, phases, *, seed=None, beats=64, idle=0.0, stall=0.0,
                specials="mixed", labels=None, config_phases=None, config_words=None, fault=None, max_cycles=None,
-               tag=None, shared=True, form=None, verilator_blocks=False) -> dict:
+               tag=None, shared=True, form=None, verilator_blocks=False, backend="cocotb") -> dict:
     """Run the fabric bench on ``phases`` (each a list of flow strings); return its measurements
-    (the dict sim/benches/fabric.py writes). Raises AssertionError when the bench fails. ``form``:
-    the Verilog form (:func:`fabric_verilog`). ``verilator_blocks`` (the hierarchical form only):
+    (:attr:`fred.sim.compiled.fabric.FabricWorld.result`). Raises AssertionError when the bench
+    fails. ``backend``: ``"compiled"`` or ``"cocotb"`` (module docstring). ``form``: the Verilog
+    form (:func:`fabric_verilog`). ``verilator_blocks`` (the hierarchical form, cocotb only):
     build with every cell kind a Verilator hierarchical block
     (:func:`fred.sim.toolchain.verilator_hier_blocks`), how a chiplet at its real width fits in
     memory; the same Verilog otherwise."""
-    from fred.sim.toolchain import HIER_ARGS, run_bench, verilator_hier_blocks
+    from fred.sim.toolchain import HIER_ARGS, bench_seed, run_bench, verilator_hier_blocks
 
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
     form = form or ("shared" if shared else "flat")
     if verilator_blocks and form != "hier":
         raise ValueError(f"verilator_blocks needs the hierarchical form, not {form!r}")
+    if verilator_blocks and backend != "cocotb":
+        raise ValueError("verilator_blocks builds for the cocotb backend only")
     text = fabric_verilog(ports, middle, lanes, dtype, fault, form=form)
+    tag = tag or (f"fabric-p{ports}-m{middle}-l{lanes}-{dtype}{'-' + fault if fault else ''}"
+                  f"{'' if form == 'shared' else '-' + form}{'-blocks' if verilator_blocks else ''}")
+    phases = [[str(f) for f in ph] for ph in phases]
+    config = {"ports": ports, "middle": middle, "lanes": lanes, "dtype": dtype, "phases": phases,
+              "beats": beats, "idle": idle, "stall": stall, "specials": specials}
+    if labels:
+        config["labels"] = list(labels)
+    if config_phases:
+        config["config_phases"] = [None if c is None else [str(f) for f in c] for c in config_phases]
+    if config_words:
+        config["config_words"] = [None if w is None else str(w) for w in config_words]
+    if max_cycles:
+        config["max_cycles"] = int(max_cycles)
+    if backend == "compiled":
+        from fred.sim.compiled import LOCKSTEP_OPT, load_top, run_compiled_fabric
+
+        m = load_top(text, TOP, tag, LOCKSTEP_OPT)
+        try:
+            res = run_compiled_fabric(m, config, bench_seed(seed))
+        finally:
+            m.close()
+        return json.loads(json.dumps(res))       # the cocotb backend's result file, as read back
     build_args = ()
     if verilator_blocks:
         text, _ = verilator_hier_blocks(text, CELL_MODULE_PREFIXES, TOP)
         build_args = HIER_ARGS
-    phases = [[str(f) for f in ph] for ph in phases]
     with tempfile.TemporaryDirectory(prefix="fred-fabric-") as tmp:
         out = Path(tmp) / "result.json"
-        config = {"ports": ports, "middle": middle, "lanes": lanes, "dtype": dtype, "phases": phases,
-                  "beats": beats, "idle": idle, "stall": stall, "specials": specials,
-                  "result_path": str(out)}
-        if labels:
-            config["labels"] = list(labels)
-        if config_phases:
-            config["config_phases"] = [None if c is None else [str(f) for f in c] for c in config_phases]
-        if config_words:
-            config["config_words"] = [None if w is None else str(w) for w in config_words]
-        if max_cycles:
-            config["max_cycles"] = int(max_cycles)
-        run_bench(verilog=text, toplevel=TOP, test_module="fred.sim.benches.fabric",
-                  tag=tag or (f"fabric-p{ports}-m{middle}-l{lanes}-{dtype}{'-' + fault if fault else ''}"
-                              f"{'' if form == 'shared' else '-' + form}{'-blocks' if verilator_blocks else ''}"),
-                  config=config, seed=seed, build_args=build_args)
+        run_bench(verilog=text, toplevel=TOP, test_module="fred.sim.benches.fabric", tag=tag,
+                  config=dict(config, result_path=str(out)), seed=seed, build_args=build_args)
         return json.loads(out.read_text())
 
 
@@ -143,8 +163,10 @@ def kind_flows(kind, ports, rng=None) -> list:
 
 
 def measure_fabric(ports, middle, lanes=4, dtype="fp16", seed=1, beats=200,
-                   loads=(0.25, 0.5, 0.75, 1.0), stall=0.25, sweep_beats=200) -> dict:
-    """Measure FRED_middle(ports) under Verilator; see the module docstring for the schema."""
+                   loads=(0.25, 0.5, 0.75, 1.0), stall=0.25, sweep_beats=200,
+                   backend="compiled") -> dict:
+    """Measure FRED_middle(ports) under Verilator on ``backend`` (:func:`run_fabric`; the same
+    figures on both); see the module docstring for the schema."""
 
     rng = random.Random(seed)
     flows = {}
@@ -162,7 +184,7 @@ def measure_fabric(ports, middle, lanes=4, dtype="fp16", seed=1, beats=200,
     S = stages(ports)
     # zero back-pressure, no idling: latency and line rate
     res = run_fabric(ports, middle, lanes, dtype, [flows[k] for k in KINDS], seed=seed, beats=beats,
-                     labels=list(KINDS), specials=False)
+                     labels=list(KINDS), specials=False, backend=backend)
     latency, lrange, thr = {}, {}, {}
     for kind, ph in zip(KINDS, res["phases"]):
         latency[kind] = ph["latency"]["max"]
@@ -176,7 +198,7 @@ def measure_fabric(ports, middle, lanes=4, dtype="fp16", seed=1, beats=200,
     for load in loads:
         r = run_fabric(ports, middle, lanes, dtype, [flows[k] for k in KINDS], seed=seed + 1,
                        beats=sweep_beats, idle=round(1.0 - load, 6), stall=stall,
-                       labels=[f"{k}@{load}" for k in KINDS], specials=False)
+                       labels=[f"{k}@{load}" for k in KINDS], specials=False, backend=backend)
         for kind, ph in zip(KINDS, r["phases"]):
             o = list(ph["out_rate"].values())
             points.append({"kind": kind, "offered_load": load, "latency_mean": ph["latency"]["mean"],

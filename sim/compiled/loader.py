@@ -1,5 +1,6 @@
-"""Build and load the compiled switch harness (``sim/compiled/harness.cpp``): the FRED switch's
-Verilog under Verilator as a shared library that Python drives through ``ctypes``.
+"""Build and load the compiled harness (``sim/compiled/harness.cpp``): a design's Verilog (the
+FRED switch, or any top with plain input and output ports, such as the fabric) under Verilator
+as a shared library that Python drives through ``ctypes``.
 
 :func:`build` compiles once per Verilog text, harness and toolchain (a build cache entry
 ``sim/swsoak-...``, :mod:`fred.contract.cache`, objects through ccache). Around the switch goes a
@@ -12,6 +13,10 @@ cycle in lockstep with a Python world (``set`` the inputs, ``cycle``, ``get`` th
 sampled after the inputs were applied -- what a cocotb bench reads in ``ReadOnly`` after
 writing at ``FallingEdge``), :meth:`~CompiledSwitch.replay` runs a whole stimulus in C++
 (:mod:`fred.sim.soak.switch`), :meth:`~CompiledSwitch.raw` the model alone.
+
+:func:`build_top` / :func:`load_top` build any other top the same way (a build cache entry
+``sim/lockstep-...``): the same wrapper and harness, a header with the port copies only
+(:func:`lockstep_header`); the lockstep mode is the whole of it, the replay is the switch's.
 
 Verilator runs with the cocotb benches' options (:data:`fred.sim.toolchain.BUILD_ARGS`: the same
 X handling, so both simulators see the same circuit). The C++ optimisation level is part of the
@@ -37,8 +42,8 @@ from fred.contract.cache import cached_entry
 
 from fred.sim.toolchain import BUILD_ARGS, build_root, verilator_env, verilator_root
 
-__all__ = ["PortMap", "CompiledSwitch", "PortSlots", "build", "load", "port_map", "HARNESS", "LOCKSTEP_OPT",
-           "REPLAY_OPT"]
+__all__ = ["PortMap", "CompiledSwitch", "PortSlots", "build", "build_top", "load", "load_top", "port_map",
+           "lockstep_header", "HARNESS", "LOCKSTEP_OPT", "REPLAY_OPT"]
 
 HARNESS = Path(__file__).with_name("harness.cpp")
 #: C++ optimisation of a lockstep build (Python-bound; -O0 builds about 4x faster than -Os,
@@ -141,6 +146,31 @@ def ports_header(pm: PortMap, ports: int, flit_bits: int, credit_bits: int) -> s
     return "\n".join(lines + [""])
 
 
+def lockstep_header(pm: PortMap) -> str:
+    """The header of a top that is not the switch: the port copies of :func:`ports_header`,
+    and the replay's switch constants (harness.cpp compiles its replay for every top) all
+    naming one spare word past the ports in each vector, a 1-port switch with no traffic; the
+    replay is never run on such a build (:meth:`CompiledSwitch.replay` refuses). The harness
+    stays one text, so the switch builds keep their keys."""
+    idx = {name: k for k, (_, name, _) in enumerate(_all_ports(pm))}
+    ino, outo = pm.in_offsets, pm.out_offsets
+    si, so = pm.in_words, pm.out_words          # the spare words
+    lines = [f"#define IN_WORDS {si + 1}", f"#define OUT_WORDS {so + 1}",
+             "static void apply_inputs(Top* t, const uint32_t* w) {"]
+    lines += [f"  setw(t->s{idx[n]}, w + {ino[n][0]});" for n, _ in pm.inputs]
+    lines += ["}", "static void read_outputs(Top* t, uint32_t* w) {"]
+    lines += [f"  getw(t->s{idx[n]}, w + {outo[n][0]});" for n, _ in pm.outputs]
+    lines += ["}", "#define P 1", "#define WW 1", "#define CREDIT_BITS 1", "#define OFF_LAST 0",
+              "#define OFF_PROBE 0", "#define OFF_DATA_VC 0"]
+    for name in ("OFF_IN_PAYLOAD", "OFF_IN_VALID", "OFF_OUT_READY", "OFF_CREDIT_I"):
+        lines.append(f"static const int {name}[P] = {{{si}}};")
+    for name in ("OFF_IN_READY", "OFF_OUT_VALID", "OFF_OUT_PAYLOAD", "OFF_CREDIT_O"):
+        lines.append(f"static const int {name}[P] = {{{so}}};")
+    for name in ("round_start", "act_vc", "act_phase", "ready_vcs"):
+        lines.append(f"#define OFF_{name.upper()} {so}")
+    return "\n".join(lines + [""])
+
+
 def _identity(verilog, top, opt, header, wrapper) -> str:
     key = json.dumps([verilog, top, opt, header, wrapper, HARNESS.read_text(), list(BUILD_ARGS),
                       version("verilator"), str(verilator_root())])
@@ -152,9 +182,20 @@ def build(verilog: str, sw, tag: str, opt: str = LOCKSTEP_OPT, top: str = "fred_
     ``verilog`` with top module ``top``), built once per text, harness, ``opt`` and toolchain.
     A failed build raises ``RuntimeError`` naming a copy of its log."""
     pm = port_map(verilog, top)
-    header = ports_header(pm, sw.P, sw.flit_bits, sw.credit_bits)
+    return _build(verilog, top, tag, opt, pm, ports_header(pm, sw.P, sw.flit_bits, sw.credit_bits),
+                  "swsoak", "switch")
+
+
+def build_top(verilog: str, top: str, tag: str, opt: str = LOCKSTEP_OPT) -> Path:
+    """The shared library of any top ``top`` in ``verilog`` (lockstep only: :func:`lockstep_header`),
+    built once per text, harness, ``opt`` and toolchain."""
+    pm = port_map(verilog, top)
+    return _build(verilog, top, tag, opt, pm, lockstep_header(pm), "lockstep", top)
+
+
+def _build(verilog, top, tag, opt, pm, header, prefix, what) -> Path:
     wrapper = wrapper_verilog(pm, top)
-    name = f"swsoak-{tag}{opt}-{_identity(verilog, top, opt, header, wrapper)}"
+    name = f"{prefix}-{tag}{opt}-{_identity(verilog, top, opt, header, wrapper)}"
 
     def make(folder: Path):
         (folder / "dut.v").write_text(verilog)
@@ -178,7 +219,7 @@ def build(verilog: str, sw, tag: str, opt: str = LOCKSTEP_OPT, top: str = "fred_
             kept = build_root() / f"{name}.failed.log"
             kept.parent.mkdir(parents=True, exist_ok=True)
             kept.write_text(log.read_text())
-            raise RuntimeError(f"{tag}: Verilator build of the switch harness failed (exit {rc}); "
+            raise RuntimeError(f"{tag}: Verilator build of the {what} harness failed (exit {rc}); "
                                f"log {kept}")
         (folder / "ports.json").write_text(json.dumps([pm.inputs, pm.outputs]))
         return {"files": ["obj/libswitch.so", "ports.json"], "tag": tag, "opt": opt}
@@ -201,10 +242,12 @@ class PortSlots:
 
 
 class CompiledSwitch:
-    """One instance of a built switch (:func:`load`). ``set(name, value)`` / ``get(name)`` by
-    port name (ints of any width); :attr:`inv` / :attr:`outv` are the raw word vectors."""
+    """One instance of a built switch (:func:`load`) or other top (:func:`load_top`, then
+    ``replay=False``). ``set(name, value)`` / ``get(name)`` by port name (ints of any width);
+    :attr:`inv` / :attr:`outv` are the raw word vectors."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, replay: bool = True):
+        self.can_replay = replay
         ins, outs = json.loads((folder / "ports.json").read_text())
         self.ports = PortMap(tuple(map(tuple, ins)), tuple(map(tuple, outs)))
         lib = ctypes.CDLL(str(folder / "obj" / "libswitch.so"))
@@ -278,6 +321,8 @@ class CompiledSwitch:
 
     def replay(self, stim: np.ndarray, seed: int, cap: int) -> tuple:
         """Run a replay stimulus (sim/compiled/harness.cpp); ``(result words, seconds)``."""
+        if not self.can_replay:
+            raise RuntimeError("the replay runs on a switch build (load), not on this top (load_top)")
         stim = np.ascontiguousarray(stim, dtype=np.uint32)
         res = np.zeros(cap, np.uint32)
         secs = ctypes.c_double()
@@ -292,3 +337,7 @@ def load(verilog: str, sw, tag: str, opt: str = LOCKSTEP_OPT) -> CompiledSwitch:
     """Build (cached) and instantiate the switch harness."""
     return CompiledSwitch(build(verilog, sw, tag, opt))
 
+
+def load_top(verilog: str, top: str, tag: str, opt: str = LOCKSTEP_OPT) -> CompiledSwitch:
+    """Build (cached) and instantiate the lockstep harness of top ``top`` (:func:`build_top`)."""
+    return CompiledSwitch(build_top(verilog, top, tag, opt), replay=False)

@@ -1,14 +1,15 @@
 """The fabric load sweep (latency against offered load under random back-pressure) is
 reproducible bit for bit from its seed, and really depends on it.
 
-``measure_fabric`` runs on a small fabric, FRED_2(3) with two bf16 lanes (the build of
-tests/hdl/test_config_image.py: make test builds that design once for both), few beats and two
-load points: twice with one seed (the whole result, load sweep included, must be identical), and once
-with a second seed chosen so that the measured flow sets are the same -- then the zero
-back-pressure figures must match (they are deterministic) while the load sweep must differ (it
-comes only from the seeded pause / back-pressure generators in the bench). The last check shows
-the first one can fail: a sweep that ignored its seed, or a test that compared nothing, would not
-pass it.
+``measure_fabric`` runs on its default backend, the compiled lockstep harness (the same bench as
+under cocotb: tests/sim/test_fabric_sim.py shows both give the same figures), on a small fabric,
+FRED_2(3) with two bf16 lanes (the compiled build of tests/sim/test_fabric_sim.py's lockstep
+tests: make test builds it once for both), few beats and two load points: twice with one seed (the
+whole result, load sweep included, must be identical), and once with a second seed chosen so that
+the measured flow sets are the same -- then the zero back-pressure figures must match (they are
+deterministic) while the load sweep must differ (it comes only from the seeded pause /
+back-pressure generators in the bench). The last check shows the first one can fail: a sweep that
+ignored its seed, or a test that compared nothing, would not pass it.
 """
 
 import random

@@ -2,6 +2,9 @@
 
 The random soaks run on the compiled path (sim/soak/fabric.py: the cocotb bench's checks, the
 same Verilog, a compiled harness); the flat Verilog form runs the cocotb bench (sim/benches/fabric.py).
+The characterization's fabric bench (sim/compiled/fabric.py) runs on either simulator: the
+compiled lockstep harness and cocotb give the same figures for the same seed, and a broken
+fabric, a wrong configuration or a hang fails on the compiled one too.
 ``make test`` runs a representative subset (one m per P, small lanes); ``make regress`` the whole
 matrix P in {2, 3, 4, 5, 6, 7, 8, 10, 12} x m in {2, 3}. Every case derives its flow sets, data,
 pauses and back-pressure from one seed (``FRED_SEED`` to reproduce; printed in failures).
@@ -13,7 +16,7 @@ import pytest
 
 from fred.hdl.fabric.recursive import fabric_latency, gapped_latency_bound
 from fred.sim.characterize.fabric_random import case_phases
-from fred.sim.characterize.fabric import KINDS, kind_flows, run_fabric
+from fred.sim.characterize.fabric import KINDS, kind_flows, measure_fabric, run_fabric
 from fred.sim.soak.fabric import fabric_soak
 from fred.sim.toolchain import bench_seed
 
@@ -83,6 +86,55 @@ def test_fabric_wrong_config_fails():
     fabric_soak(3, 2, 2, "bf16", flowsets=sets, seed=3, beats=8)
     with pytest.raises(AssertionError, match="output 0: .* lane mismatches"):
         fabric_soak(3, 2, 2, "bf16", flowsets=sets, wrong_config=["0>1", "1>0"], seed=3, beats=8)
+
+
+#: the lockstep comparisons' fabric: FRED_2(3), two bf16 lanes (make test builds it for cocotb in
+#: tests/hdl/test_config_image.py, and compiled in tests/model/test_load_sweep_repro.py)
+SMALL = (3, 2, 2, "bf16")
+
+
+def test_measure_fabric_compiled_equals_cocotb():
+    """measure_fabric on the compiled lockstep harness and under cocotb: the same fabric bench
+    (sim/compiled/fabric.py) with the same seed gives the same figures, every one of them
+    (latency, its range, throughput, the load sweep under random back-pressure)."""
+    kw = dict(seed=7, beats=12, loads=(0.5,), stall=0.3, sweep_beats=24)
+    a = measure_fabric(*SMALL, backend="compiled", **kw)
+    b = measure_fabric(*SMALL, backend="cocotb", **kw)
+    assert a == b
+    assert a["latency_matches_formula"]
+    assert [p["offered_load"] for p in a["load_sweep"]["points"]] == [0.5] * len(KINDS)
+
+
+def test_run_fabric_compiled_equals_cocotb_mixed():
+    """Mixed flow sets, IEEE specials, idle sources and stalled sinks: the whole result (per-phase
+    latencies, rates, cycle counts) is the same on both simulators."""
+    P, m, lanes, dtype = SMALL
+    phases, labels = case_phases(P, m, 21)
+    kw = dict(labels=labels, seed=21, beats=10, idle=0.3, stall=0.4, specials="mixed")
+    a = run_fabric(P, m, lanes, dtype, phases[:4], backend="compiled", **kw)
+    assert a == run_fabric(P, m, lanes, dtype, phases[:4], backend="cocotb", **kw)
+    assert len(a["phases"]) == 4 and all(ph["cycles"] > 10 for ph in a["phases"])
+
+
+def test_compiled_fabric_bench_fails_on_faults():
+    """On the compiled backend: a wrong configuration fails bit-exact, a watchdog budget too small
+    fails as a hang, and a fabric with a broken adder (cells built with fault='corrupt-lane')
+    fails bit-exact."""
+    P, m, lanes, dtype = SMALL
+    run_fabric(P, m, lanes, dtype, [["0>0", "1>1"]], seed=3, beats=8, backend="compiled")
+    with pytest.raises(AssertionError, match=r"output 0 .* beat 0 lane 0: got"):
+        run_fabric(P, m, lanes, dtype, [["0>0", "1>1"]], config_phases=[["0>1", "1>0"]], seed=3,
+                   beats=8, backend="compiled")
+    with pytest.raises(AssertionError, match="watchdog: FRED_2\\(3\\) bench .* after 30 cycles"):
+        run_fabric(P, m, lanes, dtype, [["0>0"]], seed=3, beats=8, max_cycles=30, backend="compiled")
+    with pytest.raises(AssertionError, match=r"output 0 .* lane 1: got"):
+        run_fabric(2, 2, 2, "fp16", [["0,1>0"]], seed=4, beats=8, fault="corrupt-lane",
+                   backend="compiled")
+
+
+def test_run_fabric_rejects_bad_backend():
+    with pytest.raises(ValueError, match="unknown backend 'verilog'"):
+        run_fabric(*SMALL, [["0>0"]], backend="verilog")
 
 
 # ---------------------------------------------------------------------------------------------
