@@ -1,5 +1,5 @@
-"""Compiled long soak of a FRED_m(P) fabric: the cocotb fabric bench's checks (sim/benches/fabric.py)
-at compiled speed, with random flows.
+"""Compiled long soak of a FRED_m(P) fabric: the fabric bench's checks (sim/compiled/fabric.py)
+at compiled replay speed, with random flows.
 
 :func:`fabric_soak` builds the fabric's Verilog (:func:`fred.sim.characterize.fabric.fabric_verilog`,
 the text the cocotb bench builds) into the compiled harness (:mod:`fred.sim.soak.builder`) and
