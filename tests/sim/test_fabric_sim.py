@@ -118,8 +118,7 @@ def test_run_fabric_compiled_equals_cocotb_mixed():
 
 def test_compiled_fabric_bench_fails_on_faults():
     """On the compiled backend: a wrong configuration fails bit-exact, a watchdog budget too small
-    fails as a hang, and a fabric with a broken adder (cells built with fault='corrupt-lane')
-    fails bit-exact."""
+    fails as a hang."""
     P, m, lanes, dtype = SMALL
     run_fabric(P, m, lanes, dtype, [["0>0", "1>1"]], seed=3, beats=8, backend="compiled")
     with pytest.raises(AssertionError, match=r"output 0 .* beat 0 lane 0: got"):
@@ -127,6 +126,13 @@ def test_compiled_fabric_bench_fails_on_faults():
                    beats=8, backend="compiled")
     with pytest.raises(AssertionError, match="watchdog: FRED_2\\(3\\) bench .* after 30 cycles"):
         run_fabric(P, m, lanes, dtype, [["0>0"]], seed=3, beats=8, max_cycles=30, backend="compiled")
+
+
+@pytest.mark.regress
+def test_compiled_fabric_bench_fails_on_broken_adder():
+    """A fabric with a broken adder (cells built with fault='corrupt-lane') fails bit-exact on the
+    compiled backend. ``make regress-fabric`` (a build of its own); in make test the wrong
+    configuration of test_compiled_fabric_bench_fails_on_faults fails the same check."""
     with pytest.raises(AssertionError, match=r"output 0 .* lane 1: got"):
         run_fabric(2, 2, 2, "fp16", [["0,1>0"]], seed=4, beats=8, fault="corrupt-lane",
                    backend="compiled")
