@@ -160,11 +160,12 @@ class FabricWorld:
             valid = out_valid[q]
             if self.pending[q] is not None:
                 if not valid:
-                    self.fail(f"o__{q}: valid dropped before the beat was taken (stream rule)")
+                    self.fail(f"o__{q}: valid dropped before the beat was taken (stream rule; "
+                              f"cycle {now}, seed {self.seed})")
                 w = out_payload(q)
                 if w != self.pending[q]:
                     self.fail(f"o__{q}: payload changed while valid and not ready "
-                              f"({self.pending[q]:#x} -> {w:#x})")
+                              f"({self.pending[q]:#x} -> {w:#x}; cycle {now}, seed {self.seed})")
             if valid:
                 w = out_payload(q)
                 if self.ready[q]:
