@@ -56,9 +56,10 @@ def test_default_matches_rtl_contracts(default):
 
 def test_rtl_still_produces_the_default(default):
     """Re-measure what the model uses (latency per flow kind, beats/cycle/port at zero
-    back-pressure) on the L1 chiplet, FRED_3(12), from today's RTL. One lane: every lane has
-    the same pipeline, so cycles and beats/cycle do not depend on the lane count (the regress
-    test below re-measures at the default lane count)."""
+    back-pressure) on the L1 chiplet, FRED_3(12), from today's RTL, on the compiled path (the
+    bench fred characterize runs; tests/sim/test_fabric_sim.py shows it equal to cocotb's). One
+    lane: every lane has the same pipeline, so cycles and beats/cycle do not depend on the lane
+    count (the regress test below re-measures at the default lane count)."""
     from fred.sim.characterize.fabric import KINDS, kind_flows, run_fabric
 
     m, dt = DEFAULTS["middle"], DEFAULTS["dtype"]
@@ -67,7 +68,7 @@ def test_rtl_still_produces_the_default(default):
     rng = random.Random(DEFAULTS["seed"])
     phases = [kind_flows(k, P, rng) for k in KINDS]
     res = run_fabric(P, m, 1, dt, phases, seed=DEFAULTS["seed"], beats=32, labels=list(KINDS),
-                     specials=False)
+                     specials=False, backend="compiled")
     for kind, ph in zip(KINDS, res["phases"]):
         assert ph["latency"]["max"] == rec["latency_cycles"][kind], (kind, REGEN)
         rate = min(list(ph["out_rate"].values()) + list(ph["in_rate"].values()))
