@@ -28,7 +28,7 @@ REGRESS_GROUPS = {
     "links": ("test_faults.py", "test_sim_faults_cli.py", "test_gbn.py"),
     "characterize": ("test_characterize.py", "test_clock.py", "test_model_vs_rtl_overlap.py"),
     "model": ("test_model_training_table.py", "test_model_streaming.py", "test_cli_bad_inputs.py",
-              "test_api_checks.py", "test_model_network.py", "test_model_io_bound.py"),
+              "test_api_checks.py", "test_model_network.py"),
     "synth": ("test_area.py", "test_area_hier.py", "test_hier.py"),
     "formal": ("test_formal.py",),
 }

@@ -56,9 +56,7 @@ def runs():
     return res, rows, free
 
 
-@pytest.mark.regress
 def test_one_memory_policy_per_strategy(runs):
-    """make regress-model (15 s of CPU); make test runs the rest of this file."""
     _, rows, free = runs
     for s in free:
         assert rows[(s, "fred-d")].memory_policy == rows[(s, "mesh")].memory_policy, s

@@ -186,7 +186,7 @@ def test_all_to_all_pair_check_fails_on_a_reordered_pair(monkeypatch):
 
     monkeypatch.setattr(scenarios, "a2a_offered", swapped)
     with pytest.raises(BenchFailure, match=r"pair \d+ -> \d+: .* not the same data in the same order"):
-        run_a2a(4, _a2a_schedule(), seed=6, length=8)
+        run_a2a(4, _a2a_schedule(), seed=6, length=4, lanes=2, dtype="int32", table_entries=8)
 
 
 def test_backend_names_are_checked():
