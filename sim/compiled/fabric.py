@@ -69,7 +69,7 @@ from fred.hdl.fabric import config_bits, fabric_latency
 from fred.hdl.routing import route
 from fred.sim.golden import check_sums, random_inputs, simulate_result, tree_reference
 
-from .world import BenchFailure, _pause
+from .world import BenchFailure, _pause, drive_sources
 
 __all__ = ["FabricWorld", "run_compiled_fabric", "FABRIC_RESET"]
 
@@ -132,18 +132,7 @@ class FabricWorld:
     def drive(self):
         """``(cfg word, valid, payload or None, ready)`` for this cycle (after the falling edge);
         a held beat stays until taken (payload None: the payload is left as it was)."""
-        iv, ip = [], []
-        for p in range(self.P):
-            if self.holding[p]:
-                iv.append(1)
-                ip.append(None)
-            elif self.queue[p] and not next(self.src_pause[p]):
-                self.holding[p] = True
-                iv.append(1)
-                ip.append(self.queue[p][0])
-            else:
-                iv.append(0)
-                ip.append(None)
+        iv, ip = drive_sources(self.holding, self.queue, self.src_pause)
         self.valid = iv
         self.ready = [0 if next(self.snk_pause[q]) else 1 for q in range(self.P)]
         return self.cfg_word, iv, ip, list(self.ready)

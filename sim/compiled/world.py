@@ -124,18 +124,7 @@ class SwitchWorld:
     def drive(self):
         """``(valid, word or None, ready, credit)`` per port for this cycle (after the falling
         edge). A held word stays until taken (``word`` None: the payload is left as it was)."""
-        iv, ip = [], []
-        for p in range(self.P):
-            if self.holding[p]:
-                iv.append(1)
-                ip.append(None)
-            elif self.queue[p] and not next(self.src_pause[p]):
-                self.holding[p] = True
-                iv.append(1)
-                ip.append(self.queue[p][0])
-            else:
-                iv.append(0)
-                ip.append(None)
+        iv, ip = drive_sources(self.holding, self.queue, self.src_pause)
         self.ready = [0 if next(self.snk_pause[q]) else 1 for q in range(self.P)]
         return iv, ip, list(self.ready), [self._credit_word(q) for q in range(self.P)]
 
@@ -241,6 +230,28 @@ class SwitchWorld:
         peak = self.status["peak"]
         lw = max(self.depths).bit_length()
         return {pk.VC_NAMES[v]: (peak >> (v * lw)) & ((1 << lw) - 1) for v in range(4)}
+
+
+def drive_sources(holding, queue, pause):
+    """One cycle of stream sources (the rule of sim/benches/streams.py's ``StreamDriver``): a
+    source holding a beat keeps ``valid`` up; one with a queued beat draws its pause generator
+    and, unless it pauses, raises ``valid`` with the beat and holds it (``holding[p]`` set) until
+    the sink takes it. Returns ``(valid, payload or None)`` per port (None: the payload is left
+    as it was). Only sources with a beat to send and none held draw, so the random draws follow
+    the cocotb driver's exactly."""
+    iv, ip = [], []
+    for p in range(len(queue)):
+        if holding[p]:
+            iv.append(1)
+            ip.append(None)
+        elif queue[p] and not next(pause[p]):
+            holding[p] = True
+            iv.append(1)
+            ip.append(queue[p][0])
+        else:
+            iv.append(0)
+            ip.append(None)
+    return iv, ip
 
 
 def _pause(probability, rng):
