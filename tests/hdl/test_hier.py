@@ -124,7 +124,7 @@ def test_switch_bench_passes_on_hier_form(monkeypatch):
     switch: shared input/output port modules, hierarchical fabric."""
     from fred.hdl.fabric.hier import emit_modules
     from fred.hdl.switch.top import Switch
-    from tests import test_switch_bench as tsb
+    from tests.sim import test_switch_bench as tsb
 
     registry = {}
     sw = Switch(4, 3, 2, "int32", data_depth=12, ctrl_depth=2, max_len=4, table_entries=8,

@@ -83,7 +83,7 @@ def wide_switch_run(P=4, lanes=256, seed=1717, **kw):
     from fred.hdl.fabric.hier import emit_modules
     from fred.hdl.switch.top import Switch
     from fred.sim.toolchain import HIER_ARGS, run_bench
-    from tests import test_switch_bench as tsb
+    from tests.sim import test_switch_bench as tsb
 
     registry = {}
     sw = Switch(P, 3, lanes, "fp16", data_depth=12, ctrl_depth=2, max_len=4, table_entries=8,
