@@ -6,7 +6,7 @@ from .batch_io import MAGIC_IN, MAGIC_OUT, PhaseResult, StimPhase, pack, read_re
 from .bench import cocotb_speed, main, raw_rate, switch_speed, switch_table
 from .builder import BUILD_ARGS, HARNESS, SoakDesign, build, finish, raw_speed, start
 from .cells import CellSoakReport, DEFAULT_PAUSES, cell_design, cell_soak, representative_modes
-from .fabric import FabricSoakReport, fabric_design, fabric_soak
+from .fabric import FabricSoakReport, fabric_design, fabric_soak, routed_unused_inputs
 from .run import SoakStats, check_phase, run_batches, span_rate
 from .switch import (TRAFFIC, SwitchSoakReport, default_phases, load_table, parse_replay,
                      replay_stimulus, switch_soak)
@@ -33,6 +33,7 @@ __all__ = [
     "default_phases",
     "fabric_design",
     "fabric_soak",
+    "routed_unused_inputs",
     "finish",
     "load_table",
     "main",

@@ -17,7 +17,8 @@ import pytest
 from fred.hdl.fabric.recursive import fabric_latency, gapped_latency_bound
 from fred.sim.characterize.fabric_random import case_phases
 from fred.sim.characterize.fabric import KINDS, kind_flows, measure_fabric, run_fabric
-from fred.sim.soak.fabric import fabric_soak
+from fred.hdl.routing import route
+from fred.sim.soak.fabric import fabric_soak, routed_unused_inputs
 from fred.sim.toolchain import bench_seed
 
 PS = (2, 3, 4, 5, 6, 7, 8, 10, 12)
@@ -80,6 +81,21 @@ def test_fabric_line_rate_and_latency():
     assert [f["label"] for f in rep.phase_figures] == list(KINDS)
     for f in rep.phase_figures:
         assert f["latency"] == [want, want], f
+
+
+def test_one_unicast_on_fred2_leaves_the_other_input_routed():
+    """FRED_m(2) is one RD cell: a phase of one unicast configures pass or cross, which also
+    routes the input no flow uses (to an output of no flow), so that input is ready; the soak
+    exempts exactly that input (make regress-fabric's random cases on FRED_2(2) and FRED_3(2) drew
+    such a phase). A broadcast leaves the other input idle, and larger fabrics enter through R
+    cells whose unused inputs are never ready: there the check stays."""
+    assert routed_unused_inputs(route(2, 3, ["1>0"])) == {0}
+    assert routed_unused_inputs(route(2, 3, ["0>0,1"])) == set()
+    assert routed_unused_inputs(route(2, 3, ["0,1>1"])) == set()
+    assert routed_unused_inputs(route(4, 3, ["1>0"])) == set()
+    rep = fabric_soak(2, 3, 2, "fp16", flowsets=[(["1>0"], "unicast"), (["0>0,1"], "multicast")],
+                      seed=5, beats=16, settings=("none",))
+    assert [f["label"] for f in rep.phase_figures] == ["unicast", "multicast"]
 
 
 def test_fabric_wrong_config_fails():
