@@ -41,9 +41,17 @@ from pathlib import Path
 from fred.contract.cache import cache_root, cached_entry
 
 __all__ = ["verilator_env", "apply_verilator_env", "run_bench", "bench_seed", "build_root", "build",
-           "build_name", "toolchain_identity", "verilator_hier_blocks", "HIER_ARGS"]
+           "build_name", "toolchain_identity", "verilator_hier_blocks", "HIER_ARGS", "ONE_FILE_BUILD"]
 
 _MAKEFLAGS_FIX = "CFG_CXXFLAGS_PCH_I=-include"
+#: the make variable of an unoptimised (-O0) compiled-path build (sim/compiled/loader.py,
+#: sim/soak/builder.py): Verilator's model as one C++ file instead of about 50, so the compiler
+#: reads Verilator's headers once, not once per file. Measured on the four cold lockstep builds of
+#: make run (12-port and 4-port switch, FRED_3(12), FRED_3(10); ccache off): their C++ took 72 s
+#: of CPU instead of 98 s, 138 s instead of 161 s with the verilation; make run's and make test's
+#: build steps show it (python -m fred.bench runtime, python -m fred.benchmarks.testtime). Not for
+#: an optimised build, where one file of the 12-port switch would need much more memory.
+ONE_FILE_BUILD = "VM_PARALLEL_BUILDS=0"
 
 
 def verilator_root() -> Path:

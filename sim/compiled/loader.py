@@ -40,7 +40,7 @@ import numpy as np
 
 from fred.contract.cache import cached_entry
 
-from fred.sim.toolchain import BUILD_ARGS, build_root, verilator_env, verilator_root
+from fred.sim.toolchain import BUILD_ARGS, ONE_FILE_BUILD, build_root, verilator_env, verilator_root
 
 __all__ = ["PortMap", "CompiledSwitch", "PortSlots", "build", "build_top", "load", "load_top", "port_map",
            "lockstep_header", "HARNESS", "LOCKSTEP_OPT", "REPLAY_OPT"]
@@ -171,9 +171,17 @@ def lockstep_header(pm: PortMap) -> str:
     return "\n".join(lines + [""])
 
 
+def _make_vars(opt) -> str:
+    """The make variables of a build at ``opt``: the runtime at the same level, and an -O0 build's
+    model as one C++ file (:data:`fred.sim.toolchain.ONE_FILE_BUILD`)."""
+    return (f"OPT_FAST={opt} OPT_SLOW={opt} OPT_GLOBAL={opt}"
+            + (f" {ONE_FILE_BUILD}" if opt == "-O0" else ""))
+
+
 def _identity(verilog, top, opt, header, wrapper) -> str:
-    key = json.dumps([verilog, top, opt, header, wrapper, HARNESS.read_text(), list(BUILD_ARGS),
-                      version("verilator"), str(verilator_root())])
+    key = [verilog, top, opt, header, wrapper, HARNESS.read_text(), list(BUILD_ARGS),
+           version("verilator"), str(verilator_root())]
+    key = json.dumps(key + ([ONE_FILE_BUILD] if opt == "-O0" else []))
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
@@ -210,8 +218,7 @@ def _build(verilog, top, tag, opt, pm, header, prefix, what) -> Path:
         # OPT_GLOBAL: Verilator's runtime (verilated.cpp, -Os by default) at the same level; the
         # build folder named relatively (-I..): the same command line in every build, so the
         # compiler cache serves the runtime's objects from the first build on
-        env["MAKEFLAGS"] = (f"{env.get('MAKEFLAGS', '')} OPT_FAST={opt} OPT_SLOW={opt} "
-                            f"OPT_GLOBAL={opt}").strip()
+        env["MAKEFLAGS"] = f"{env.get('MAKEFLAGS', '')} {_make_vars(opt)}".strip()
         log = folder / "build.log"
         with open(log, "w") as fh:
             rc = subprocess.run(cmd, cwd=folder, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode
