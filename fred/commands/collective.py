@@ -109,6 +109,30 @@ def check_a2a_applies(method, workloads, fabrics, strategy=None) -> None:
                           f"--strategy, not {strategy}")
 
 
+def check_a2a_applies_to_traces(method, paths, fabrics, header=None) -> None:
+    """``--all-to-all-method`` with ``fred estimate --trace``: refused, naming why, when no FRED
+    fabric is among ``fabrics`` or no layer of the traces at ``paths`` has an ALLTOALL (a trace
+    that cannot be read is left to the estimate, which names its problem)."""
+    from fred.model.inputs import load_trace
+
+    from .options import refuse_unused
+
+    if method is None:
+        return
+    if not any(str(f).startswith("fred-") for f in fabrics):
+        refuse_unused("--all-to-all-method", method, "only applies with a FRED fabric (fred-a..fred-d), not "
+                      + ", ".join(map(str, fabrics)))
+    from fred import FredError
+
+    try:
+        traces = [load_trace(p, header=header) for p in paths]
+    except (OSError, ValueError, FredError):
+        return
+    if not any(layer.comm(ph)[0] == "ALLTOALL" for t in traces for layer in t.layers for ph in ("fwd", "ig", "wg")):
+        refuse_unused("--all-to-all-method", method, "only applies to a trace with an ALLTOALL layer, not "
+                      + ", ".join(map(str, paths)))
+
+
 def apply_a2a_method(timing, method):
     """``timing`` (None: the embedded default's) with the all-to-all figures of ``method``
     (None: unchanged); ValueError naming the option when the timing has no such figures."""

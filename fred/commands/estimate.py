@@ -427,6 +427,11 @@ def _run_trace(args):
         if key in seen:
             raise ValueError(f"--trace {t!r} is the file {seen[key]!r} again; give each trace once")
         seen[key] = t
+    from fred.model.training import resolve_fabrics
+
+    from .collective import check_a2a_applies_to_traces
+
+    check_a2a_applies_to_traces(args.a2a_method, args.trace, resolve_fabrics(args.fabric), args.trace_header)
     params, _, _ = hardware_from_args(args)
     clock = DEFAULT_CLOCK_GHZ if args.trace_clock_ghz is None else args.trace_clock_ghz
     rows = trace_table(args.trace, args.fabric, args.strategy, clock, header=args.trace_header, params=params)

@@ -62,7 +62,8 @@ KNOWN = {
     "--name": ["top", "a_b1"], "--scheduler": ["tcp://127.0.0.1:1"], "--trace-header": ["DATA", "MODEL"],
     "--chiplets": ["12", "10,4"], "--ports": ["4", "4,8"], "--in-network-dims": ["0"],
     "--samples": ["8", "8,16"], "--timing": ["default", "{d}/timing.json"], "--network": ["{d}/ring4.yml"],
-    "--bit-error-rate": ["1e-7"],   # within the embedded default's goodput curve (0 = the default)
+    "--bit-error-rate": ["1e-7"],
+    "--wafers": ["4"],    # 1 (its bound) is the default: given explicitly it changes nothing, as it should   # within the embedded default's goodput curve (0 = the default)
     "--chakra": ["{d}/chakra4"], "--trace": ["{d}/mlp.txt"], "--plot": ["{d}/p.png", "{d}/p.svg"],
     "--output": ["{d}/o.v", "{d}/sub/o.json"], "--faults": ["corrupt", "drop,delay"],
     "--phases": ["reduce", "all-reduce,unicast"], "--off-wafer": ["ndr-sharp", "ring"],

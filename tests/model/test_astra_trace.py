@@ -1,6 +1,7 @@
 """ASTRA-sim 1.x text traces: reader (every example file, bad files, property tests) and runs
 on the wafer (mechanism checks, no frozen numbers)."""
 
+import json
 import math
 from pathlib import Path
 
@@ -495,3 +496,27 @@ def test_cli_trace_bad_input_one_line(tmp_path, args, msg):
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("fred: error:") and msg in lines[0], r.stderr
+
+
+def test_all_to_all_method_with_traces(tmp_path, capsys):
+    """``--all-to-all-method`` with ``--trace``: refused without a FRED fabric or without an
+    ALLTOALL layer in the traces (the option would change nothing: the fuzz set found it ignored);
+    with both, online routing of the trace's all-to-all is slower than the precompiled phases."""
+    from fred.cli import main
+
+    plain = tmp_path / "mp.txt"
+    plain.write_text("MODEL\n1\nl0\t-1\t1000\tALLGATHER\t65536\t1000\tALLREDUCE\t65536\t1000\tNONE\t0\t100\n")
+    a2a = tmp_path / "moe.txt"
+    a2a.write_text("MODEL\n1\nl0\t-1\t1000\tALLTOALL\t67108864\t1000\tALLTOALL\t67108864\t1000\tNONE\t0\t100\n")
+    assert main(["estimate", "--trace", str(a2a), "-f", "mesh", "--all-to-all-method", "online"]) == 2
+    assert "only applies with a FRED fabric" in capsys.readouterr().err
+    assert main(["estimate", "--trace", str(plain), "-f", "fred-d", "--all-to-all-method", "online"]) == 2
+    assert "only applies to a trace with an ALLTOALL layer" in capsys.readouterr().err
+    times = {}
+    for method in ("precompiled", "online"):
+        assert main(["estimate", "--trace", str(a2a), "-f", "fred-d", "--all-to-all-method", method,
+                     "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        (r,) = [r for r in doc["results"] if r["fabric"] == "fred-d"]
+        times[method] = r["iteration_time_s"]
+    assert times["online"] > times["precompiled"], times
