@@ -31,19 +31,24 @@ Every path is fully pipelined (one beat per cycle per port in every mode).
 
 Latency under idle sources (issue 13). The formula is exact for unicast and multicast flows
 whatever the sources do, and for every flow while the sources are continuous. With gaps in the
-sources, a beat of a flow that *reduces* across more than one level of joins can leave later:
-a join (an R or RD cell adding two beats) waits for the later operand, the pipeline of the
-earlier one freezes behind its full skid register, and a frozen pipeline keeps its bubbles (the
-cells do not compact them, hdl/cells/microswitches.py), so the next beat of that branch can reach the next join
-up to ``cell latency - 1`` cycles after a compacting pipeline would have delivered it. The
-first join level is fed by the sources directly and adds nothing, so a beat leaves between
-``latency`` and :func:`gapped_latency_bound` ``= latency + max(depth(P) x (L - 1), depth(P) - 1)``
-cycles after the last of its inputs was accepted, L the join cells' latency (FRED_3(12): 21 .. 27
-cycles for fp16, bf16, fp32; 7 .. 9 for int32, whose one-stage cells still leave one cycle per
-join level after the first). The bound is a measured contract, not a proof: the fabric bench
-and the compiled soaks with idle sources reach it on FRED_3(4) fp16 (+2), FRED_3(5), FRED_2(8)
-(+1) and FRED_3(12) int32 (+2) and stay within it on FRED_3(12) fp16 (+5 of 6), checked by
-tests/sim/test_fabric_sim.py. No beat is lost, added or reordered, and throughput is unaffected.
+sources, a beat of a *reducing* flow can leave later: a join (an R or RD cell adding two beats)
+waits for the later operand, the pipelines feeding the earlier one freeze behind their full skid
+registers, and a frozen pipeline keeps its bubbles (the cells do not compact them,
+hdl/cells/microswitches.py). The freeze backs up through every cell of the operand's branch,
+joining or not (an R cell passing one input, the demux of odd P), so an operand can sit behind
+bubbles in all the R-column stages between its source and its join: at most depth(P) columns of
+L stages, L the R cells' latency (the demux's too), less the stage the beat itself holds. The D
+side (D cells, mux) never freezes while the sinks are ready. A beat therefore leaves between
+``latency`` and :func:`gapped_latency_bound` ``= latency + depth(P) x L - 1`` cycles after the last
+of its inputs was accepted; for int32 (L = 1) that is ``depth(P) - 1``. The earlier bound,
+``latency + max(depth(P) x (L - 1), depth(P) - 1)``, charged L - 1 per join level after the first
+(only the cell just before a join frozen, the first join level free); make regress-fabric caught
+beats at +5 on FRED_3(8) bf16 and FRED_3(7) fp32, and a reduce of two inputs that meet only at
+the RD cell (FRED_2(8) fp16, ``1,7>7``: no join before it) takes up to +4, where that derivation
+said +0. The bound is a measured contract, not a proof: the compiled soaks with idle sources
+reach it at depth 1, 2 and 3 (FRED_3(4) +2, FRED_2(8) and FRED_3(7) +5, FRED_2(12) +8, int32
+FRED_3(12) +2; the sweep in docs/fabric.md), checked by tests/sim/test_fabric_sim.py. No beat is
+lost, added or reordered, and throughput is unaffected.
 
 Configuration vector
 --------------------
@@ -249,11 +254,11 @@ def _cell_latencies(middle, lanes, dtype):
 
 def gapped_latency_bound(ports: int, middle: int, lanes: int = 1, dtype="fp16") -> int:
     """Most cycles a beat of a reducing flow takes through FRED_m(P) when the sources have gaps
-    (no back-pressure): ``fabric_latency + max(depth(P) x (L - 1), depth(P) - 1)``, L the join
-    cells' latency; see "Latency under idle sources" in the module docstring."""
+    (no back-pressure): ``fabric_latency + depth(P) x L - 1``, L the latency of the R-column
+    cells (R, demux), whose depth(P) x L stages an operand can wait behind as frozen bubbles; see
+    "Latency under idle sources" in the module docstring."""
     lat = cell_latencies(middle, lanes, dtype)
-    d, join = depth(ports), max(lat["R"], lat["RD"])
-    return fabric_latency(ports, middle, lanes, dtype) + max(d * (join - 1), d - 1)
+    return fabric_latency(ports, middle, lanes, dtype) + depth(ports) * lat["R"] - 1
 
 
 def fabric_latency(ports: int, middle: int, lanes: int = 1, dtype="fp16") -> int:

@@ -206,7 +206,7 @@ def _gapped(P, dtype, idle, seed, beats):
 
 def test_fabric_latency_under_idle_sources():
     """Issue 13: with gaps in the sources a reducing beat may take up to gapped_latency_bound
-    (FRED_3(4), fp16: 9 + 1 x 2 = 11 cycles) and, with these seeds, does take more than the
+    (FRED_3(4), fp16: 9 + 1 x 3 - 1 = 11 cycles) and, with these seeds, does take more than the
     formula (the bubble is real and documented); non-reducing flows keep exactly the formula."""
     lat, bound = fabric_latency(4, 3, 1, "fp16"), gapped_latency_bound(4, 3, 1, "fp16")
     assert (lat, bound) == (9, 11)
@@ -215,6 +215,15 @@ def test_fabric_latency_under_idle_sources():
         assert got[kind][0] == lat and lat < got[kind][1] <= bound, (kind, got)
     for kind in ("multicast", "unicast"):
         assert got[kind] == (lat, lat), (kind, got)
+
+
+def test_gapped_latency_bound_counts_every_r_column():
+    """The bound charges every R-column stage an operand can wait behind (depth x L - 1), not
+    L - 1 per join level after the first: make regress-fabric measured 20 cycles on FRED_3(8)
+    bf16 and FRED_3(7) fp32 (formula 15), where the earlier bound said 19."""
+    assert gapped_latency_bound(8, 3, 2, "bf16") == gapped_latency_bound(7, 3, 1, "fp32") == 20
+    assert gapped_latency_bound(12, 3, 1, "fp16") == 21 + 3 * 3 - 1
+    assert [gapped_latency_bound(P, 3, 1, "int32") for P in (4, 5, 12)] == [3, 6, 9]
 
 
 @pytest.mark.regress
