@@ -227,6 +227,23 @@ def test_gapped_latency_bound_counts_every_r_column():
 
 
 @pytest.mark.regress
+@pytest.mark.parametrize("P,m,lanes,dtype,seeds,idles", [
+    (8, 2, 1, "fp16", range(1, 5), (0.3, 0.5, 0.7, 0.9)),
+    (7, 3, 1, "fp32", range(1, 5), (0.3, 0.5, 0.7, 0.9)),
+    (12, 2, 2, "fp16", range(5, 11), (0.5, 0.7, 0.8, 0.9))])
+def test_gapped_latency_bound_is_reached_regress(P, m, lanes, dtype, seeds, idles):
+    """Rows of the sweep in docs/fabric.md ("Latency under idle sources"): random regression
+    cases with idle sources only; fabric_soak fails on a beat above gapped_latency_bound, and
+    the slowest beat reaches it (depth 2: +5, depth 3: +8), so the bound is not loose."""
+    bound, hi = gapped_latency_bound(P, m, lanes, dtype), 0
+    for seed in seeds:
+        for idle in idles:
+            rep = fabric_soak(P, m, lanes, dtype, beats=300, seed=seed, settings=("idle",), idle=idle)
+            hi = max(hi, rep.latency_range["idle"][1])
+    assert hi == bound, (hi, bound)
+
+
+@pytest.mark.regress
 @pytest.mark.parametrize("P,dtype", [(12, "fp16"), (12, "int32"), (10, "bf16"), (7, "fp32")])
 def test_fabric_latency_under_idle_sources_regress(P, dtype):
     lat, bound = fabric_latency(P, 3, 1, dtype), gapped_latency_bound(P, 3, 1, dtype)
