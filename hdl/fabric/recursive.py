@@ -256,9 +256,10 @@ def gapped_latency_bound(ports: int, middle: int, lanes: int = 1, dtype="fp16") 
     """Most cycles a beat of a reducing flow takes through FRED_m(P) when the sources have gaps
     (no back-pressure): ``fabric_latency + depth(P) x L - 1``, L the latency of the R-column
     cells (R, demux), whose depth(P) x L stages an operand can wait behind as frozen bubbles; see
-    "Latency under idle sources" in the module docstring."""
+    "Latency under idle sources" in the module docstring. FRED_m(2), one RD cell fed by the
+    sources (depth 0), has no R column: the formula exactly."""
     lat = cell_latencies(middle, lanes, dtype)
-    return fabric_latency(ports, middle, lanes, dtype) + depth(ports) * lat["R"] - 1
+    return fabric_latency(ports, middle, lanes, dtype) + max(depth(ports) * lat["R"] - 1, 0)
 
 
 def fabric_latency(ports: int, middle: int, lanes: int = 1, dtype="fp16") -> int:

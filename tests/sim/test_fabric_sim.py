@@ -224,6 +224,8 @@ def test_gapped_latency_bound_counts_every_r_column():
     assert gapped_latency_bound(8, 3, 2, "bf16") == gapped_latency_bound(7, 3, 1, "fp32") == 20
     assert gapped_latency_bound(12, 3, 1, "fp16") == 21 + 3 * 3 - 1
     assert [gapped_latency_bound(P, 3, 1, "int32") for P in (4, 5, 12)] == [3, 6, 9]
+    # FRED_m(2) is one RD cell fed by the sources: no R column, no bubble, the formula exactly
+    assert gapped_latency_bound(2, 3, 2, "fp16") == fabric_latency(2, 3, 2, "fp16") == 3
 
 
 @pytest.mark.regress
