@@ -412,11 +412,10 @@ def check_strategy(text, params) -> None:
 
 
 def _run_trace(args):
-    from fred.model.training import DEFAULT_CLOCK_GHZ, trace_table
-
-    from .options import refuse_unused
-
     import os
+    from fred.model.training import DEFAULT_CLOCK_GHZ, resolve_fabrics, trace_table
+    from .collective import check_a2a_applies_to_traces
+    from .options import refuse_unused
 
     for attr, opt in _NOT_FOR_TRACES:
         refuse_unused(opt, getattr(args, attr, None), "does not apply to --trace (the trace gives the layers and "
@@ -427,10 +426,6 @@ def _run_trace(args):
         if key in seen:
             raise ValueError(f"--trace {t!r} is the file {seen[key]!r} again; give each trace once")
         seen[key] = t
-    from fred.model.training import resolve_fabrics
-
-    from .collective import check_a2a_applies_to_traces
-
     check_a2a_applies_to_traces(args.a2a_method, args.trace, resolve_fabrics(args.fabric), args.trace_header)
     params, _, _ = hardware_from_args(args)
     clock = DEFAULT_CLOCK_GHZ if args.trace_clock_ghz is None else args.trace_clock_ghz
