@@ -46,11 +46,11 @@ __all__ = ["verilator_env", "apply_verilator_env", "run_bench", "bench_seed", "b
 _MAKEFLAGS_FIX = "CFG_CXXFLAGS_PCH_I=-include"
 #: the make variable of an unoptimised (-O0) compiled-path build (sim/compiled/loader.py,
 #: sim/soak/builder.py): Verilator's model as one C++ file instead of about 50, so the compiler
-#: reads Verilator's headers once, not once per file. Measured on the four cold lockstep builds of
-#: make run (12-port and 4-port switch, FRED_3(12), FRED_3(10); ccache off): their C++ took 72 s
-#: of CPU instead of 98 s, 138 s instead of 161 s with the verilation; make run's and make test's
-#: build steps show it (python -m fred.bench runtime, python -m fred.benchmarks.testtime). Not for
-#: an optimised build, where one file of the 12-port switch would need much more memory.
+#: reads Verilator's headers once, not once per file. `python -m fred.bench runtime` measured make
+#: run on a fresh machine at 374 s of CPU before (revision 6b9b756) and 316 s after (4316e06; no
+#: other change to its builds between them): the switch step 68 -> 57 s, the all-to-all 54 -> 47,
+#: the chiplets 31 -> 23 and 25 -> 18. Not for an optimised build, where one file of the 12-port
+#: switch would need much more memory.
 ONE_FILE_BUILD = "VM_PARALLEL_BUILDS=0"
 
 
