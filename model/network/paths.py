@@ -61,8 +61,12 @@ class PathTable:
         return memo
 
     def _known_path(self, key):
-        """The id of the path ``key``, added from the shared data if this graph has not met it
-        yet; None if no graph has (the caller routes it and calls :meth:`_add_path`)."""
+        """The id of the path ``key``: this graph's own, or added from the shared data if this
+        graph has not met it yet; None if no graph has (the caller routes it and calls
+        :meth:`_add_path`)."""
+        pid = self._p_cache.get(key)
+        if pid is not None:
+            return pid
         d = self._path_memo().get(key)
         return None if d is None else self._add_path_data(key, d)
 
@@ -114,9 +118,7 @@ class PathTable:
 
     def path_unicast(self, src, dst) -> int:
         key = ("u", src, dst)
-        pid = self._p_cache.get(key)
-        if pid is None:
-            pid = self._known_path(key)
+        pid = self._known_path(key)
         if pid is None:
             pid = self._add_path(key, self.topo.path(src, dst), [src], self._lat(src, dst), dsts=[dst])
         return pid
@@ -158,9 +160,7 @@ class PathTable:
         dimension order of those routes)."""
         dsts = tuple(sorted(set(int(d) for d in dsts) - {int(src)}))
         key = ("m", src, dsts, order)
-        pid = self._p_cache.get(key)
-        if pid is None:
-            pid = self._known_path(key)
+        pid = self._known_path(key)
         if pid is None:
             links = set()
             for d in dsts:
@@ -173,9 +173,7 @@ class PathTable:
         """Path id of the reduction tree into ``dst`` (union of the sources' routes)."""
         srcs = tuple(sorted(set(int(s) for s in srcs)))
         key = ("r", srcs, dst, order)
-        pid = self._p_cache.get(key)
-        if pid is None:
-            pid = self._known_path(key)
+        pid = self._known_path(key)
         if pid is None:
             links = set()
             for s in srcs:
@@ -189,9 +187,7 @@ class PathTable:
         """One in-switch All-Reduce flow: reduce every member into switch ``root``, multicast back."""
         members = tuple(sorted(set(int(m) for m in members)))
         key = ("a", members, root)
-        pid = self._p_cache.get(key)
-        if pid is None:
-            pid = self._known_path(key)
+        pid = self._known_path(key)
         if pid is None:
             links = set()
             up = down = 0.0
