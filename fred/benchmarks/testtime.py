@@ -179,6 +179,12 @@ def slowest(recs, n=TOP) -> list:
     return sorted(recs, key=lambda r: -r["cpu"])[:n]
 
 
+def _slowest_table(recs: list) -> list:
+    """The table of the :data:`TOP` slowest tests by CPU (Markdown lines)."""
+    return (["| test | CPU s | wall s |", "|---|---|---|"]
+            + [f"| `{r['test']}` | {r['cpu']:.1f} | {r['wall']:.1f} |" for r in slowest(recs)])
+
+
 def report(run: dict, recs: list) -> str:
     total = sum(r["cpu"] for r in recs)
     lines = [f"`make test` measured by `python -m fred.bench testtime` on revision {run['revision']}: "
@@ -187,10 +193,8 @@ def report(run: dict, recs: list) -> str:
              f"average {run['load']} when it started (other work on the machine stretches the wall "
              f"time, not the CPU time), {run['builds']} Verilator builds made (the others were in "
              f"the build cache). Per test (setup to teardown, the worker and its children): "
-             f"{total:,.0f} s CPU in all. The {min(TOP, len(recs))} slowest by CPU:", "",
-             "| test | CPU s | wall s |", "|---|---|---|"]
-    lines += [f"| `{r['test']}` | {r['cpu']:.1f} | {r['wall']:.1f} |" for r in slowest(recs)]
-    return "\n".join(lines)
+             f"{total:,.0f} s CPU in all. The {min(TOP, len(recs))} slowest by CPU:", ""]
+    return "\n".join(lines + _slowest_table(recs))
 
 
 def fresh_report(venv: dict, run: dict, recs: list, builds: list) -> str:
@@ -207,10 +211,8 @@ def fresh_report(venv: dict, run: dict, recs: list, builds: list) -> str:
              f"average {run['load']} when `make test` started (other work on the machine stretches the wall "
              f"time, not the CPU time), {len(builds)} Verilator builds made. Per test (setup to teardown, "
              f"the worker and its children, builds included): {sum(r['cpu'] for r in recs):,.0f} s CPU in "
-             f"all. The {min(TOP, len(recs))} slowest by CPU:", "",
-             "| test | CPU s | wall s |", "|---|---|---|"]
-    lines += [f"| `{r['test']}` | {r['cpu']:.1f} | {r['wall']:.1f} |" for r in slowest(recs)]
-    return "\n".join(lines)
+             f"all. The {min(TOP, len(recs))} slowest by CPU:", ""]
+    return "\n".join(lines + _slowest_table(recs))
 
 
 def fresh(keep: bool = False) -> int:
