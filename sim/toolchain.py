@@ -41,7 +41,8 @@ from pathlib import Path
 from fred.contract.cache import cache_root, cached_entry
 
 __all__ = ["verilator_env", "apply_verilator_env", "run_bench", "bench_seed", "build_root", "build",
-           "build_name", "toolchain_identity", "verilator_hier_blocks", "HIER_ARGS", "ONE_FILE_BUILD"]
+           "build_name", "toolchain_identity", "verilator_hier_blocks", "HIER_ARGS", "ONE_FILE_BUILD",
+           "one_file_vars"]
 
 _MAKEFLAGS_FIX = "CFG_CXXFLAGS_PCH_I=-include"
 #: the make variable of an unoptimised (-O0) compiled-path build (sim/compiled/loader.py,
@@ -52,6 +53,12 @@ _MAKEFLAGS_FIX = "CFG_CXXFLAGS_PCH_I=-include"
 #: the chiplets 31 -> 23 and 25 -> 18. Not for an optimised build, where one file of the 12-port
 #: switch would need much more memory.
 ONE_FILE_BUILD = "VM_PARALLEL_BUILDS=0"
+
+
+def one_file_vars(opt: str) -> list:
+    """The make variables a compiled-path build at C++ optimisation ``opt`` adds for its model
+    (:data:`ONE_FILE_BUILD` at -O0, else none); they are part of its build key too."""
+    return [ONE_FILE_BUILD] if opt == "-O0" else []
 
 
 def verilator_root() -> Path:

@@ -40,7 +40,7 @@ import numpy as np
 
 from fred.contract.cache import cached_entry
 
-from fred.sim.toolchain import BUILD_ARGS, ONE_FILE_BUILD, build_root, verilator_env, verilator_root
+from fred.sim.toolchain import BUILD_ARGS, build_root, one_file_vars, verilator_env, verilator_root
 
 __all__ = ["PortMap", "CompiledSwitch", "PortSlots", "build", "build_top", "load", "load_top", "port_map",
            "lockstep_header", "HARNESS", "LOCKSTEP_OPT", "REPLAY_OPT"]
@@ -174,14 +174,13 @@ def lockstep_header(pm: PortMap) -> str:
 def _make_vars(opt) -> str:
     """The make variables of a build at ``opt``: the runtime at the same level, and an -O0 build's
     model as one C++ file (:data:`fred.sim.toolchain.ONE_FILE_BUILD`)."""
-    return (f"OPT_FAST={opt} OPT_SLOW={opt} OPT_GLOBAL={opt}"
-            + (f" {ONE_FILE_BUILD}" if opt == "-O0" else ""))
+    return " ".join([f"OPT_FAST={opt}", f"OPT_SLOW={opt}", f"OPT_GLOBAL={opt}", *one_file_vars(opt)])
 
 
 def _identity(verilog, top, opt, header, wrapper) -> str:
     key = [verilog, top, opt, header, wrapper, HARNESS.read_text(), list(BUILD_ARGS),
            version("verilator"), str(verilator_root())]
-    key = json.dumps(key + ([ONE_FILE_BUILD] if opt == "-O0" else []))
+    key = json.dumps(key + one_file_vars(opt))
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from fred.contract.cache import cached_entry
 
-from fred.sim.toolchain import ONE_FILE_BUILD, build_root, verilator_env, verilator_root
+from fred.sim.toolchain import build_root, one_file_vars, verilator_env, verilator_root
 
 __all__ = ["SoakDesign", "build", "start", "finish", "raw_speed", "HARNESS", "BUILD_ARGS", "TEST_OPT",
            "SPEED_OPT"]
@@ -116,7 +116,7 @@ def _identity(d: SoakDesign, opt: str = SPEED_OPT) -> str:
     key = [d.verilog, d.top, wrapper_verilog(d), ports_header(d), HARNESS.read_text(),
            list(BUILD_ARGS), version("verilator"), str(verilator_root())]
     key = json.dumps(key + ([opt] if opt != SPEED_OPT else [])  # Verilator's default: the key of before
-                     + ([ONE_FILE_BUILD] if opt == TEST_OPT else []))
+                     + one_file_vars(opt))
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
@@ -143,8 +143,8 @@ def build(d: SoakDesign, waves: bool = False, opt: str = TEST_OPT) -> Path:
                "dut.v", "soak_top.v", "soak_harness.cpp"]
         log = folder / "build.log"
         env = verilator_env()
-        one_file = f" {ONE_FILE_BUILD}" if opt == TEST_OPT else ""
-        env["MAKEFLAGS"] = f"{env.get('MAKEFLAGS', '')} OPT_FAST={opt} OPT_SLOW={opt}{one_file}".strip()
+        make_vars = " ".join([f"OPT_FAST={opt}", f"OPT_SLOW={opt}", *one_file_vars(opt)])
+        env["MAKEFLAGS"] = f"{env.get('MAKEFLAGS', '')} {make_vars}".strip()
         with open(log, "w") as fh:
             rc = subprocess.run(cmd, cwd=folder, env=env, stdout=fh,
                                 stderr=subprocess.STDOUT).returncode
