@@ -83,6 +83,15 @@ A2A_HELP = ("how the FRED switch routes an all-to-all, whose measured throughput
             "line rate)")
 
 
+def _refuse_without_fred(method, fabrics) -> None:
+    """``--all-to-all-method`` refused when no fabric among ``fabrics`` is a FRED fabric."""
+    from .options import refuse_unused
+
+    if not any(str(f).startswith("fred-") for f in fabrics):
+        refuse_unused("--all-to-all-method", method, "only applies with a FRED fabric (fred-a..fred-d), not "
+                      + ", ".join(map(str, fabrics)))
+
+
 def check_a2a_applies(method, workloads, fabrics, strategy=None) -> None:
     """``--all-to-all-method`` given to a training or inference command is refused, naming why,
     when nothing it runs has an all-to-all on a FRED switch: no FRED fabric among ``fabrics``,
@@ -92,9 +101,7 @@ def check_a2a_applies(method, workloads, fabrics, strategy=None) -> None:
 
     if method is None:
         return
-    if not any(str(f).startswith("fred-") for f in fabrics):
-        refuse_unused("--all-to-all-method", method, "only applies with a FRED fabric (fred-a..fred-d), not "
-                      + ", ".join(map(str, fabrics)))
+    _refuse_without_fred(method, fabrics)
     from fred.model.workload import load_workload
 
     if not any(load_workload(w).is_moe for w in workloads):
@@ -119,9 +126,7 @@ def check_a2a_applies_to_traces(method, paths, fabrics, header=None) -> None:
 
     if method is None:
         return
-    if not any(str(f).startswith("fred-") for f in fabrics):
-        refuse_unused("--all-to-all-method", method, "only applies with a FRED fabric (fred-a..fred-d), not "
-                      + ", ".join(map(str, fabrics)))
+    _refuse_without_fred(method, fabrics)
     from fred import FredError
 
     try:
