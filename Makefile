@@ -6,7 +6,7 @@
 #                      cells, adders, fabric, wide, switch, links, characterize, model, synth or formal
 #   make coverage      cell, fabric and switch benches with functional coverage; fails on an empty bin
 #   make formal        formal proofs (SymbiYosys, Yices): every property x design, as a table
-#   make bench         benchmarks (timings and ratios, not pass/fail tests)
+#   make bench [NAME]  benchmarks (timings and ratios, not pass/fail tests); NAME: one of them
 #   make verilog       Verilog for the cells, the wafer's fabric chiplets and the switch into build/verilog
 #   make characterize  measure the RTL in simulation and write build/fred-timing.json
 #   make clean         remove build products (keeps .venv); make distclean removes .venv too
@@ -71,8 +71,15 @@ coverage: $(STAMP)
 formal: $(STAMP)
 	$(PY) -m fred.sim.formal.suite --out $(BUILD)/formal --jobs $(JOBS)
 
+# make bench NAME ...: the goals after bench are benchmark names (python -m fred.bench NAME ...),
+# not targets of their own
+ifeq (bench,$(firstword $(MAKECMDGOALS)))
+BENCH_NAMES := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))
+$(eval $(BENCH_NAMES):;@:)
+endif
+
 bench: $(STAMP)
-	$(PY) -m fred.bench
+	$(PY) -m fred.bench $(BENCH_NAMES)
 
 clean:
 	rm -rf $(BUILD) .pytest_cache
